@@ -1,0 +1,251 @@
+"""Command line: ``graphlint MODEL... [options]`` lints; subcommands map to modules.
+
+    graphlint check   (default)  graphlint.lint      lint models against targets
+    graphlint rules              graphlint.registry  table of every installed rule
+    graphlint explain ID         graphlint.rule      a rule's documentation
+
+Other subcommands (fix, baseline, report, config) register from their own modules.
+Exit codes: 0 clean, 1 findings at or above --fail-level, 2 usage or input error. Errors
+are one line on stderr; a traceback only with --debug.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from graphlint import __version__
+from graphlint.errors import GraphlintError, UsageError
+from graphlint.rule import Severity
+
+FORMATS = ["text", "json", "sarif", "github"]
+
+
+class DefaultGroup(click.Group):
+    """A group whose first argument, when it is not a subcommand, goes to ``check``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["check", *args]
+        elif not args:
+            args = ["--help"]
+        return super().parse_args(ctx, args)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _debug_requested() -> bool:
+    return "--debug" in sys.argv or os.environ.get("GRAPHLINT_DEBUG") == "1"
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn graphlint and unexpected errors into one stderr line and exit code 2."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except GraphlintError as e:
+            if _debug_requested():
+                raise
+            click.echo(f"graphlint: error: {e}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("graphlint: interrupted", err=True)
+            sys.exit(130)
+        except Exception as e:
+            if _debug_requested():
+                raise
+            click.echo(f"graphlint: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)",
+                       err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="graphlint")
+def cli() -> None:
+    """graphlint: lint ONNX models and OpenVINO IR for engine contract failures."""
+
+
+def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by every command that lints (check, fix, baseline, report)."""
+    opts = [
+        click.option("-t", "--target", "targets", multiple=True,
+                     help="trt, ort or openvino, optionally @version or @device (trt@10.1, openvino@npu). "
+                          "Repeatable. Default: trt for .onnx, openvino for .xml."),
+        click.option("--select", multiple=True, help="Rule ids, prefixes (GL2), names or families to run."),
+        click.option("--ignore", multiple=True, help="Rule ids, prefixes, names or families to skip."),
+        click.option("--shapes", "shapes", multiple=True,
+                     help="Optimization profile NAME:MIN,OPT,MAX (e.g. input_ids:1x1,8x128,16x512) or NAME:SHAPE."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                     help="Configuration file (default: graphlint.toml or [tool.graphlint] in pyproject.toml)."),
+        click.option("--repo-root", default=None, help="Root that SARIF paths are relative to (default: git root or cwd)."),
+        click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def build_options(targets, select, ignore, shapes, config_path, repo_root) -> Any:
+    from graphlint.config import resolve_options
+
+    return resolve_options(
+        targets=list(targets), select=_split(select), ignore=_split(ignore), shapes=list(shapes),
+        config_path=config_path, repo_root=repo_root,
+    )
+
+
+def emit(text: str, output: str | None) -> None:
+    if output:
+        from graphlint.fsutil import atomic_write_text
+
+        atomic_write_text(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command("check")
+@click.argument("models", nargs=-1, required=True)
+@lint_options
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to FILE (atomically).")
+@click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None,
+              help="Lowest severity that makes the exit code 1 (default: error).")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="Report only findings not recorded in this baseline file.")
+@click.option("--stats", "--profile", "stats", is_flag=True, help="Print time per phase and per rule family on stderr.")
+@click.option("--color/--no-color", default=None, help="Colour the text report (default: only on a TTY).")
+@guarded
+def check(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
+          baseline_path, stats, color) -> None:
+    """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
+    from graphlint import lint
+    from graphlint.report import render
+
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root)
+    if output:
+        from graphlint.fsutil import check_output_path
+
+        check_output_path(output)
+    opts.on_model = _progress(len(models))
+    run = lint.lint_paths(list(models), opts)
+    from graphlint.workflow import apply_workflow
+
+    apply_workflow(run, opts, baseline_path)
+    if color is None:
+        color = fmt == "text" and not output and sys.stdout.isatty()
+    emit(render(run, fmt, color=color), output)
+    for fail in run.failures:
+        click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
+    if stats:
+        _print_stats(run)
+    level = Severity.parse(fail_level or opts.fail_level)
+    sys.exit(lint.exit_code(run, level))
+
+
+def _progress(total: int) -> Callable[[str], None] | None:
+    if total < 2 or not sys.stderr.isatty():
+        return None
+    state = {"i": 0}
+
+    def show(path: str) -> None:
+        state["i"] += 1
+        click.echo(f"\r[{state['i']}/{total}] {path[-60:]:<60}", err=True, nl=state["i"] == total)
+
+    return show
+
+
+def _print_stats(run) -> None:
+    for res in run.results:
+        click.echo(f"{res.model.path} -> {res.target.spec}: {res.stats}", err=True)
+        total = 0.0
+        for phase, t in sorted(res.timings.items(), key=lambda kv: (not kv[0].startswith(("load", "analysis")), kv[0])):
+            if phase.startswith("rule:"):
+                continue
+            click.echo(f"  {phase:<32} {t * 1000:9.1f} ms", err=True)
+            total += t if not phase.startswith("analysis:") else 0.0
+        slow = sorted(((t, k) for k, t in res.timings.items() if k.startswith("rule:")), reverse=True)[:5]
+        for t, k in slow:
+            click.echo(f"  slowest {k:<24} {t * 1000:9.1f} ms", err=True)
+
+
+@cli.command("rules")
+@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
+@guarded
+def rules_cmd(fmt: str) -> None:
+    """List every installed rule: id, name, family, default severity, targets, pack."""
+    import json
+
+    from graphlint.registry import load_rules
+
+    rules = load_rules()
+    if fmt == "json":
+        click.echo(json.dumps([{
+            "id": r.id, "name": r.name, "family": r.family_name(), "severity": r.severity.label,
+            "targets": sorted(r.targets) if r.targets else ["all"], "dialects": sorted(r.dialects),
+            "fixable": r.fixable, "pack": r.pack, "summary": r.summary(),
+        } for r in rules], indent=2))
+        return
+    if fmt == "markdown":
+        from graphlint.docs import rules_table
+
+        click.echo(rules_table(rules))
+        return
+    rows = [("ID", "NAME", "FAMILY", "SEVERITY", "TARGETS", "PACK")]
+    for r in rules:
+        rows.append((r.id, r.name, r.family_name(), r.severity.label,
+                     ",".join(sorted(r.targets)) if r.targets else "all", r.pack))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@cli.command("explain")
+@click.argument("rule_id")
+@guarded
+def explain(rule_id: str) -> None:
+    """Print a rule's documentation: what it checks, why, an example and the fix."""
+    from graphlint.docs import rule_page
+    from graphlint.registry import find_rule
+
+    rule = find_rule(rule_id)
+    if rule is None:
+        raise UsageError(f"no rule {rule_id!r} (see 'graphlint rules')")
+    click.echo(rule_page(rule))
+
+
+def _register_subcommands() -> None:
+    """Subcommands that live in their own modules (fix, baseline, report, config)."""
+    import importlib
+
+    for mod in ("graphlint.fix.command", "graphlint.workflow", "graphlint.html.command", "graphlint.config"):
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name and mod.startswith(e.name):
+                continue  # that part is not built yet
+            raise
+        register = getattr(module, "register", None)
+        if register:
+            register(cli)
+
+
+def main() -> None:
+    _register_subcommands()
+    try:
+        cli.main(prog_name="graphlint", standalone_mode=True)
+    except UsageError as e:  # raised while parsing, before a guarded command ran
+        click.echo(f"graphlint: error: {e}", err=True)
+        sys.exit(2)

@@ -1,0 +1,104 @@
+"""The rule engine: load → analyse → dispatch rules → findings, with per-phase timings.
+
+Dispatch is by op type: the engine builds one op-type index per model and hands each
+rule only the nodes it declared, so cost scales with nodes asked for, not rules × nodes.
+A rule that raises does not end the run: the failure becomes a GL9xx finding naming the
+rule, so one buggy third-party rule cannot hide every other finding.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphlint.analysis import Analyses
+from graphlint.ir import Model
+from graphlint.rule import ALL_OPS, Finding, Rule, RuleContext, Severity
+from graphlint.target import Target
+
+INTERNAL_RULE_ID = "GL9002"  # see rules/gl9002_rule_crashed.py
+
+
+@dataclass
+class LintResult:
+    model: Model
+    target: Target
+    findings: list[Finding]
+    timings: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _applies(rule: type[Rule], model: Model, target: Target) -> bool:
+    if model.dialect not in rule.dialects:
+        return False
+    return rule.targets is None or target.name in rule.targets
+
+
+def run_rules(
+    model: Model,
+    target: Target,
+    rules: Iterable[type[Rule]],
+    options: dict[str, Any] | None = None,
+    timings: dict[str, float] | None = None,
+) -> LintResult:
+    options = options or {}
+    timings = timings if timings is not None else {}
+    analyses = Analyses(model, target)
+    ctx = RuleContext(model, target, analyses, options)
+    active = [r for r in rules if _applies(r, model, target)]
+    index = analyses.get("nodes_by_type") if any(r.op_types for r in active) else {}
+    all_nodes = analyses.get("all_nodes") if any(r.op_types == ALL_OPS for r in active) else []
+    findings: list[Finding] = []
+    overrides: dict[str, Severity] = options.get("severity_overrides", {})
+    for rule_cls in active:
+        t0 = time.perf_counter()
+        rule = rule_cls()
+        ctx.rule = rule_cls
+        try:
+            for name in rule_cls.requires:
+                analyses.get(name)
+            out: list[Finding] = list(rule.check(ctx))
+            if rule_cls.op_types:
+                nodes = all_nodes if rule_cls.op_types == ALL_OPS else (
+                    n for op in sorted(rule_cls.op_types) for n in index.get(op, ())
+                )
+                for node in nodes:
+                    if node.dialect not in rule_cls.dialects:
+                        continue
+                    if rule_cls.domains is not None and node.domain not in rule_cls.domains:
+                        continue
+                    out.extend(rule.check_node(node, ctx))
+        except Exception as e:
+            out = [_crash_finding(model, target, rule_cls, e)]
+        sev = overrides.get(rule_cls.id)
+        if sev is not None:
+            for f in out:
+                f.severity = sev
+        findings.extend(out)
+        family = rule_cls.family_name()
+        timings[f"rules:{family}"] = timings.get(f"rules:{family}", 0.0) + time.perf_counter() - t0
+        timings[f"rule:{rule_cls.id}"] = time.perf_counter() - t0
+    for name, t in analyses.timings.items():
+        timings[f"analysis:{name}"] = t
+    findings.sort(key=Finding.sort_key)
+    return LintResult(model, target, findings, timings, dict(model.stats))
+
+
+def _crash_finding(model: Model, target: Target, rule: type[Rule], e: Exception) -> Finding:
+    from graphlint.ir import SourceLoc
+
+    frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+    where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
+    return Finding(
+        rule_id=INTERNAL_RULE_ID,
+        rule_name="rule-crashed",
+        severity=Severity.WARNING,
+        message=f"Rule {rule.id} ({rule.name}, pack {rule.pack!r}) crashed{where}: {type(e).__name__}: {e}.",
+        model=model.path,
+        location=SourceLoc(file=model.path),
+        target=target.spec,
+        properties={"crashed_rule": rule.id},
+    )

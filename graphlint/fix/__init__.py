@@ -1,0 +1,1 @@
+"""graphlint fix: suggested rewrites applied as verified passes."""

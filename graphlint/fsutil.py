@@ -1,0 +1,41 @@
+"""Writing files without ever leaving a partial or clobbered file behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+
+from graphlint.errors import UsageError
+
+
+def check_output_path(path: str) -> str:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"output folder {os.path.dirname(path) or '.'!r} does not exist")
+    if os.path.isdir(path):
+        raise UsageError(f"output {path!r} is a directory")
+    return folder
+
+
+@contextlib.contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """Yield a temporary path in the destination folder; rename it over ``path`` on success only."""
+    folder = check_output_path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())

@@ -1,0 +1,305 @@
+"""The normalized graph IR that every loader produces and every rule reads.
+
+ONNX models and OpenVINO IR both become a :class:`Model` holding a main :class:`Graph`
+of :class:`Node` and :class:`Value` objects. The IR is deliberately thin: plain slotted
+objects, attributes decoded on first use and weights read only on demand, because a
+100k-node graph must be built in a fraction of the time ONNX's own checker takes.
+
+Dialects: ``"onnx"`` nodes carry an ONNX domain and the opset version imported for it;
+``"openvino"`` nodes carry the OpenVINO opset name (``opset8``). Rules declare which
+dialects they understand so ONNX-semantics rules never misfire on OpenVINO ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# A dimension is a static size, a symbolic name, or unknown (None).
+Dim = int | str | None
+# A shape is a tuple of dims, or None when even the rank is unknown.
+Shape = tuple[Dim, ...] | None
+
+ONNX = "onnx"
+OPENVINO = "openvino"
+ONNX_DOMAIN = "ai.onnx"  # the default domain, spelled out ("" in protobuf)
+
+
+def norm_domain(domain: str) -> str:
+    return ONNX_DOMAIN if domain in ("", "ai.onnx") else domain
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """Where a node or value came from, in terms a person can find again."""
+
+    file: str  # path of the artifact as given on the command line
+    graph_path: str = "main"  # e.g. main/If_3/then_branch
+    node_index: int | None = None
+    node_name: str | None = None
+    # OpenVINO IR only
+    layer_id: str | None = None
+    layer_type: str | None = None
+    layer_version: str | None = None
+    line: int | None = None  # 1-based line of the <layer> element in the .xml
+
+    def describe(self) -> str:
+        parts = [self.graph_path]
+        if self.layer_id is not None:
+            parts.append(f"layer {self.layer_id}")
+        elif self.node_index is not None:
+            parts.append(f"node #{self.node_index}")
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        return ", ".join(parts)
+
+
+class Tensor:
+    """A constant tensor (initializer, Constant attribute, OpenVINO Const) read lazily.
+
+    ``dtype`` and ``shape`` are known without touching the bytes; ``numpy()`` reads them
+    through ``reader`` on first use. ``location`` says where the bytes live, for reports.
+    """
+
+    __slots__ = ("_array", "_reader", "dtype", "location", "name", "nbytes", "shape")
+
+    def __init__(
+        self,
+        name: str,
+        dtype: str,
+        shape: tuple[int, ...],
+        reader: Callable[[], np.ndarray] | None,
+        location: str = "embedded",
+        nbytes: int | None = None,
+    ) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self._reader = reader
+        self._array: np.ndarray | None = None
+        self.location = location
+        self.nbytes = nbytes
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def numpy(self) -> np.ndarray:
+        """Read the data (may raise graphlint.errors.DataError for unreadable weights)."""
+        if self._array is None:
+            if self._reader is None:
+                raise ValueError(f"tensor {self.name!r} has no readable data")
+            self._array = self._reader()
+        return self._array
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r}, {self.dtype}, {list(self.shape)}, {self.location})"
+
+
+class Value:
+    """A tensor flowing along an edge: produced by at most one node, consumed by many."""
+
+    __slots__ = (
+        "consumers",
+        "const",
+        "dtype",
+        "graph",
+        "is_input",
+        "is_output",
+        "name",
+        "producer",
+        "rt_info",
+        "shape",
+    )
+
+    def __init__(self, name: str, graph: Graph, dtype: str | None = None, shape: Shape = None) -> None:
+        self.name = name
+        self.graph = graph
+        self.dtype = dtype  # normalized name: float32, float16, int64, uint8, bool, ...
+        self.shape = shape
+        self.producer: Node | None = None
+        self.consumers: list[Node] = []
+        self.const: Tensor | None = None  # initializer / Constant data
+        self.is_input = False
+        self.is_output = False
+        self.rt_info: dict[str, str] = {}  # OpenVINO port rt_info (layout, names, ...)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.const is not None
+
+    def __repr__(self) -> str:
+        return f"Value({self.name!r}, {self.dtype}, {self.shape})"
+
+
+class Node:
+    """One operation. ``attrs`` is decoded on first access from the loader's raw form."""
+
+    __slots__ = (
+        "_attrs",
+        "_decode",
+        "dialect",
+        "domain",
+        "graph",
+        "index",
+        "inputs",
+        "name",
+        "op_type",
+        "opset",
+        "outputs",
+        "source",
+        "subgraphs",
+    )
+
+    def __init__(
+        self,
+        op_type: str,
+        name: str,
+        graph: Graph,
+        index: int,
+        *,
+        dialect: str = ONNX,
+        domain: str = ONNX_DOMAIN,
+        opset: int | str | None = None,
+        decode: Callable[[], dict[str, Any]] | None = None,
+        source: SourceLoc | None = None,
+    ) -> None:
+        self.op_type = op_type
+        self.name = name
+        self.graph = graph
+        self.index = index
+        self.dialect = dialect
+        self.domain = domain
+        self.opset = opset  # int for ONNX (imported version of domain), "opsetN" for OpenVINO
+        self.inputs: list[Value | None] = []  # None marks an omitted optional input
+        self.outputs: list[Value] = []
+        self.subgraphs: dict[str, Graph] = {}
+        self._decode = decode
+        self._attrs: dict[str, Any] | None = None
+        self.source = source
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        if self._attrs is None:
+            self._attrs = self._decode() if self._decode else {}
+            self._decode = None
+        return self._attrs
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def input(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    @property
+    def label(self) -> str:
+        """How reports name the node: its name, or op type and first output when unnamed."""
+        if self.name:
+            return self.name
+        out = self.outputs[0].name if self.outputs else "?"
+        return f"{self.op_type}->{out}"
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.graph.path}/{self.label}"
+
+    def __repr__(self) -> str:
+        return f"Node({self.op_type!r}, {self.name!r}, {self.domain}@{self.opset})"
+
+
+class Graph:
+    """A graph (the main one or a subgraph of If/Loop/Scan, or an ONNX function body)."""
+
+    __slots__ = ("inputs", "name", "nodes", "outputs", "owner", "path", "values")
+
+    def __init__(self, name: str, path: str, owner: Node | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.owner = owner  # the node holding this subgraph, None for the main graph
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.values: dict[str, Value] = {}
+
+    def value(self, name: str) -> Value:
+        """The value named ``name`` in this graph, created on first reference."""
+        v = self.values.get(name)
+        if v is None:
+            v = self.values[name] = Value(name, self)
+        return v
+
+    def walk(self) -> Iterator[Node]:
+        """Every node of this graph and, depth-first, of its subgraphs (iteratively)."""
+        stack: list[Iterator[Node]] = [iter(self.nodes)]
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+                continue
+            yield node
+            for sub in reversed(node.subgraphs.values()):
+                stack.append(iter(sub.nodes))
+
+    def graphs(self) -> Iterator[Graph]:
+        """This graph and all nested subgraphs."""
+        stack = [self]
+        while stack:
+            g = stack.pop()
+            yield g
+            for n in g.nodes:
+                stack.extend(n.subgraphs.values())
+
+
+@dataclass
+class LoadIssue:
+    """A problem found while loading, turned into a finding by the GL9xx rules."""
+
+    kind: str  # e.g. "external-data", "shape-inference", "xml-edge"
+    message: str
+    node: Node | None = None
+    value: str | None = None
+    line: int | None = None
+    graph_path: str = "main"
+
+
+@dataclass
+class Model:
+    """A loaded model in normalized form."""
+
+    path: str  # as given by the user (used for report locations)
+    format: str  # "onnx" or "openvino"
+    graph: Graph
+    dialect: str = ONNX
+    ir_version: int | None = None
+    opset_imports: dict[str, int] = field(default_factory=dict)  # ONNX: domain -> version
+    producer: str = ""
+    producer_version: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    rt_info: dict[str, Any] = field(default_factory=dict)  # OpenVINO model rt_info
+    functions: dict[tuple[str, str], Graph] = field(default_factory=dict)  # (domain, name) -> body
+    issues: list[LoadIssue] = field(default_factory=list)
+    proto: Any = None  # the onnx.ModelProto (weights not loaded) for checks that need it
+    ov_opsets: set[str] = field(default_factory=set)  # OpenVINO opsets used
+    stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
+
+    def walk(self) -> Iterator[Node]:
+        yield from self.graph.walk()
+        for body in self.functions.values():
+            yield from body.walk()
+
+    @property
+    def node_count(self) -> int:
+        return sum(1 for _ in self.walk())
+
+    def opset(self, domain: str = ONNX_DOMAIN) -> int | None:
+        return self.opset_imports.get(norm_domain(domain))

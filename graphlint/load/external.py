@@ -1,0 +1,92 @@
+"""Resolve ONNX external-data references without ever leaving the model's folder.
+
+A model file is untrusted: its ``location`` strings may be absolute, climb out with
+``..``, or name a symlink that points elsewhere. We resolve every location against
+the model folder with ``realpath`` (which reads link targets but opens no file) and
+refuse anything that ends up outside. Only ``stat`` is used to check sizes; bytes are
+read only when a rule asks for a tensor's values.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphlint.errors import DataError
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalRef:
+    location: str  # as written in the model
+    offset: int
+    length: int | None
+
+
+class ExternalDataRefused(Exception):
+    """An external-data reference that must not (or cannot) be followed."""
+
+
+def parse_ref(entries: dict[str, str]) -> ExternalRef:
+    try:
+        offset = int(entries.get("offset", "0") or 0)
+        length = int(entries["length"]) if entries.get("length") else None
+    except ValueError as e:
+        raise ExternalDataRefused(f"non-numeric offset/length ({e})") from None
+    if offset < 0 or (length is not None and length < 0):
+        raise ExternalDataRefused("negative offset or length")
+    return ExternalRef(entries.get("location", ""), offset, length)
+
+
+def resolve(model_dir: str, ref: ExternalRef, expected_bytes: int | None) -> str:
+    """Return the real path of the data file, or raise ExternalDataRefused saying why."""
+    loc = ref.location
+    if not loc:
+        raise ExternalDataRefused("external data has no location")
+    if "\x00" in loc:
+        raise ExternalDataRefused("location contains a NUL byte")
+    if os.path.isabs(loc) or loc.startswith(("/", "\\")) or (len(loc) > 1 and loc[1] == ":"):
+        raise ExternalDataRefused(f"absolute location {loc!r} is outside the model folder")
+    root = os.path.realpath(model_dir)
+    real = os.path.realpath(os.path.join(root, loc))
+    if os.path.commonpath([root, real]) != root:
+        kind = "symlink" if ".." not in loc.replace("\\", "/").split("/") else "'..' path"
+        raise ExternalDataRefused(f"location {loc!r} ({kind}) resolves outside the model folder")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        raise ExternalDataRefused(f"data file {loc!r} does not exist") from None
+    except OSError as e:
+        raise ExternalDataRefused(f"data file {loc!r} cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ExternalDataRefused(f"location {loc!r} is {what}")
+    length = ref.length if ref.length is not None else expected_bytes
+    if ref.offset > st.st_size or (length is not None and ref.offset + length > st.st_size):
+        raise ExternalDataRefused(
+            f"offset {ref.offset} + length {length} is past the end of {loc!r} ({st.st_size} bytes)"
+        )
+    if ref.length is not None and expected_bytes is not None and ref.length != expected_bytes:
+        raise ExternalDataRefused(
+            f"length {ref.length} in {loc!r} disagrees with the tensor's declared size ({expected_bytes} bytes)"
+        )
+    return real
+
+
+def reader(real_path: str, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...]):
+    """A closure that reads exactly one tensor's bytes from an already-vetted file."""
+
+    def read() -> np.ndarray:
+        try:
+            with open(real_path, "rb") as f:
+                f.seek(offset)
+                buf = f.read(nbytes)
+        except OSError as e:
+            raise DataError(f"cannot read external data {real_path}: {e.strerror}") from None
+        if len(buf) != nbytes:
+            raise DataError(f"external data {real_path} is shorter than declared")
+        return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+    return read

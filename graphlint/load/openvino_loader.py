@@ -1,0 +1,312 @@
+"""Load an OpenVINO IR (.xml + .bin) into the normalized IR, safely and lazily.
+
+The .xml is parsed with defusedxml's SAX parser: DTDs, entity declarations and external
+entities are refused, so billion-laughs and XXE files fail with a clear error instead of
+expanding or reading local files. SAX also gives the 1-based line of each ``<layer>``
+element for reports. The .bin is never read whole: Const layers keep their offset and
+size and read only their own bytes when a rule asks.
+
+Mapping: every layer becomes a Node in the ``openvino`` dialect (op type = layer type,
+opset = the layer's ``version``); every output port becomes a Value named by the port's
+first tensor name (or ``layer:port``); Parameter outputs are graph inputs and Result
+inputs graph outputs. Bodies of TensorIterator/Loop/If layers become subgraphs.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.sax
+from dataclasses import dataclass, field
+from typing import Any
+
+import defusedxml.sax
+import numpy as np
+from defusedxml import DefusedXmlException
+
+from graphlint import dtypes
+from graphlint.errors import DataError, InputError
+from graphlint.ir import OPENVINO, Graph, LoadIssue, Model, Node, SourceLoc, Tensor, Value
+
+BODY_TAGS = {"body", "then_body", "else_body"}
+
+
+def _dim(text: str) -> int | None:
+    text = text.strip()
+    try:
+        v = int(text)
+    except ValueError:
+        return None  # "?", "1..128", "-1..-1": dynamic (bounds kept in rt_info)
+    return v if v >= 0 else None
+
+
+@dataclass
+class _Port:
+    pid: str
+    precision: str | None = None
+    names: str | None = None
+    dims: list[str] = field(default_factory=list)
+    rt_info: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Layer:
+    lid: str
+    name: str
+    type: str
+    version: str
+    line: int
+    attrs: dict[str, str] = field(default_factory=dict)
+    inputs: list[_Port] = field(default_factory=list)
+    outputs: list[_Port] = field(default_factory=list)
+    rt_info: dict[str, str] = field(default_factory=dict)
+    bodies: dict[str, _GraphCtx] = field(default_factory=dict)
+
+
+@dataclass
+class _GraphCtx:
+    path: str
+    layers: list[_Layer] = field(default_factory=list)
+    edges: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+
+
+class _Handler(xml.sax.ContentHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.locator: Any = None
+        self.root = _GraphCtx("main")
+        self.net_attrs: dict[str, str] = {}
+        self.model_rt: dict[str, str] = {}
+        self._graphs = [self.root]
+        self._layers: list[_Layer] = []
+        self._stack: list[str] = []
+        self._port: _Port | None = None
+        self._dim_text: list[str] | None = None
+        self._section: str | None = None  # "input" | "output"
+        self._rt_path: list[str] = []
+
+    def setDocumentLocator(self, locator: Any) -> None:  # noqa: N802 (SAX API)
+        self.locator = locator
+
+    def startElement(self, tag: str, attrs: Any) -> None:  # noqa: N802
+        a = dict(attrs)
+        parent = self._stack[-1] if self._stack else None
+        self._stack.append(tag)
+        layer = self._layers[-1] if self._layers else None
+        if tag == "rt_info" or self._rt_path:
+            self._rt_info(tag, a, layer)
+        elif tag == "net" and parent is None:
+            self.net_attrs = a
+        elif tag == "layer":
+            lay = _Layer(a.get("id", "?"), a.get("name", ""), a.get("type", "?"), a.get("version", ""),
+                         self.locator.getLineNumber() if self.locator else 0)
+            self._graphs[-1].layers.append(lay)
+            self._layers.append(lay)
+        elif tag in BODY_TAGS and layer is not None:
+            ctx = _GraphCtx(f"{self._graphs[-1].path}/{layer.name or layer.lid}/{tag}")
+            layer.bodies[tag] = ctx
+            self._graphs.append(ctx)
+        elif tag == "edge" and parent == "edges":
+            line = self.locator.getLineNumber() if self.locator else 0
+            self._graphs[-1].edges.append(
+                (a.get("from-layer", ""), a.get("from-port", ""), a.get("to-layer", ""), a.get("to-port", ""), line)
+            )
+        elif layer is not None and tag == "data" and parent == "layer":
+            layer.attrs.update(a)
+        elif layer is not None and tag in ("input", "output") and parent == "layer":
+            self._section = tag
+        elif layer is not None and tag == "port" and self._section and parent == self._section:
+            self._port = _Port(a.get("id", ""), a.get("precision"), a.get("names"))
+            (layer.inputs if self._section == "input" else layer.outputs).append(self._port)
+        elif tag == "dim" and self._port is not None:
+            self._dim_text = []
+
+    def _rt_info(self, tag: str, a: dict[str, str], layer: _Layer | None) -> None:
+        # <rt_info><attribute name="layout" layout="[N,C,H,W]"/></rt_info> -> {"layout": "[N,C,H,W]"};
+        # nested model info (<conversion_parameters><framework value=.../>) -> "conversion_parameters/framework".
+        self._rt_path.append(a.get("name", tag))
+        if len(self._rt_path) == 1:
+            return
+        vals = [v for k, v in a.items() if k not in ("name", "version")]
+        if not vals:
+            return
+        target = self._port.rt_info if self._port is not None else layer.rt_info if layer else self.model_rt
+        target["/".join(self._rt_path[1:])] = vals[0]
+
+    def characters(self, content: str) -> None:
+        if self._dim_text is not None:
+            self._dim_text.append(content)
+
+    def endElement(self, tag: str) -> None:  # noqa: N802
+        self._stack.pop()
+        if self._rt_path:
+            self._rt_path.pop()
+            return
+        if tag == "dim" and self._port is not None and self._dim_text is not None:
+            self._port.dims.append("".join(self._dim_text).strip())
+            self._dim_text = None
+        elif tag == "port":
+            self._port = None
+        elif tag in ("input", "output") and self._stack and self._stack[-1] == "layer":
+            self._section = None
+        elif tag == "layer":
+            self._layers.pop()
+        elif tag in BODY_TAGS and len(self._graphs) > 1:
+            self._graphs.pop()
+
+
+def parse_xml(path: str) -> _Handler:
+    handler = _Handler()
+    try:
+        with open(path, "rb") as f:
+            defusedxml.sax.parse(f, handler, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a model file") from None
+    except PermissionError:
+        raise InputError(path, "permission denied") from None
+    except DefusedXmlException as e:
+        raise InputError(path, f"unsafe XML refused ({type(e).__name__}: DTDs and entities are not allowed in OpenVINO IR)") from None
+    except xml.sax.SAXParseException as e:
+        raise InputError(path, f"malformed XML at line {e.getLineNumber()}: {e.getMessage()}") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read ({e.strerror})") from None
+    if not handler.net_attrs and not handler.root.layers:
+        raise InputError(path, "XML is not an OpenVINO IR (no <net> element)")
+    return handler
+
+
+class _Bin:
+    """The weights file: existence and size via stat only; bytes read per Const on demand."""
+
+    def __init__(self, path: str, issues: list[LoadIssue]) -> None:
+        self.path = path
+        self.size: int | None = None
+        try:
+            st = os.stat(path)
+            self.size = st.st_size if os.path.isfile(path) else None
+        except OSError:
+            pass
+        self.missing = self.size is None
+        self.issues = issues
+
+    def tensor(self, layer: _Layer, node: Node) -> Tensor:
+        dtype = dtypes.ov_dtype(layer.attrs.get("element_type")) or "?"
+        shape_s = layer.attrs.get("shape", "")
+        shape = tuple(int(s) for s in shape_s.replace(" ", "").split(",") if s.strip().lstrip("-").isdigit())
+        try:
+            offset, size = int(layer.attrs.get("offset", "0")), int(layer.attrs.get("size", "0"))
+        except ValueError:
+            offset, size = -1, -1
+        name = layer.name or layer.lid
+        if self.missing:
+            return Tensor(name, dtype, shape, None, location="bin:missing")
+        if offset < 0 or size < 0 or offset + size > (self.size or 0):
+            self.issues.append(LoadIssue(
+                "bin-range",
+                f"Const layer {name!r} (id {layer.lid}) reads bytes {offset}..{offset + size} "
+                f"but the .bin has {self.size} bytes",
+                node=node, line=layer.line,
+            ))
+            return Tensor(name, dtype, shape, None, location="bin:out-of-range")
+        np_dtype = dtypes.to_numpy(dtype)
+        path = self.path
+
+        def read() -> np.ndarray:
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    buf = f.read(size)
+            except OSError as e:
+                raise DataError(f"cannot read {path}: {e.strerror}") from None
+            arr = np.frombuffer(buf, dtype=np_dtype or np.uint8)
+            return arr.reshape(shape) if np_dtype is not None and arr.size == int(np.prod(shape)) else arr
+
+        return Tensor(name, dtype, shape, read, location=f"bin:{offset}+{size}", nbytes=size)
+
+
+def _build(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue]) -> None:
+    nodes: dict[str, Node] = {}
+    port_values: dict[tuple[str, str], Value] = {}
+    layers: dict[str, _Layer] = {}
+    for i, lay in enumerate(ctx.layers):
+        if lay.lid in layers:
+            issues.append(LoadIssue("xml-structure", f"duplicate layer id {lay.lid!r}", line=lay.line,
+                                    graph_path=graph.path))
+        layers[lay.lid] = lay
+        src = SourceLoc(file=file, graph_path=graph.path, node_index=i, node_name=lay.name,
+                        layer_id=lay.lid, layer_type=lay.type, layer_version=lay.version, line=lay.line)
+        node = Node(lay.type, lay.name, graph, i, dialect=OPENVINO, domain=OPENVINO,
+                    opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src)
+        nodes[lay.lid] = node
+        graph.nodes.append(node)
+        for port in lay.outputs:
+            first = (port.names or "").split(",")[0].strip()
+            vname = first or f"{lay.name or lay.lid}:{port.pid}"
+            v = graph.values.get(vname) or Value(vname, graph)
+            graph.values[vname] = v
+            v.dtype = dtypes.ov_dtype(port.precision)
+            v.shape = tuple(_dim(d) for d in port.dims)
+            v.producer = node
+            v.rt_info = dict(port.rt_info)
+            if any(_dim(d) is None and d not in ("-1", "?") for d in port.dims):
+                v.rt_info.setdefault("bounds", ",".join(port.dims))
+            node.outputs.append(v)
+            port_values[(lay.lid, port.pid)] = v
+        if lay.type == "Const" and node.outputs:
+            node.outputs[0].const = weights.tensor(lay, node)
+        if lay.type == "Parameter" and node.outputs:
+            v = node.outputs[0]
+            v.is_input = True
+            for k, val in lay.rt_info.items():
+                v.rt_info.setdefault(k, val)
+            graph.inputs.append(v)
+        for tag, body in lay.bodies.items():
+            sub = Graph(tag, body.path, owner=node)
+            node.subgraphs[tag] = sub
+            _build(body, sub, file, weights, issues)
+
+    # Inputs in port order; edges to unknown layers/ports are reported, not trusted.
+    slots: dict[str, dict[str, Value | None]] = {lid: {p.pid: None for p in lay.inputs} for lid, lay in layers.items()}
+    for fl, fp, tl, tp, line in ctx.edges:
+        src_v = port_values.get((fl, fp))
+        if src_v is None or tl not in slots or tp not in slots[tl]:
+            missing = (f"layer {fl} port {fp}" if src_v is None else f"layer {tl} port {tp}")
+            issues.append(LoadIssue("xml-edge", f"edge {fl}:{fp} -> {tl}:{tp} refers to a missing {missing}",
+                                    line=line, graph_path=graph.path))
+            continue
+        slots[tl][tp] = src_v
+    for lid, ports in slots.items():
+        node = nodes[lid]
+        node.inputs = list(ports.values())
+        for v in node.inputs:
+            if v is not None:
+                v.consumers.append(node)
+        if node.op_type == "Result" and node.inputs and node.inputs[0] is not None:
+            out = node.inputs[0]
+            out.is_output = True
+            graph.outputs.append(out)
+
+
+def load(path: str) -> Model:
+    h = parse_xml(path)
+    issues: list[LoadIssue] = []
+    bin_path = os.path.splitext(path)[0] + ".bin"
+    weights = _Bin(bin_path, issues)
+    main = Graph(h.net_attrs.get("name", "main"), "main")
+    _build(h.root, main, path, weights, issues)
+    has_const = any(n.op_type == "Const" for n in main.walk())
+    if weights.missing and has_const:
+        issues.append(LoadIssue("bin-missing", f"weights file {os.path.basename(bin_path)!r} is missing or not a file"))
+    model = Model(
+        path=path,
+        format="openvino",
+        graph=main,
+        dialect=OPENVINO,
+        ir_version=int(h.net_attrs["version"]) if h.net_attrs.get("version", "").isdigit() else None,
+        producer="openvino",
+        rt_info=h.model_rt,
+        issues=issues,
+    )
+    model.ov_opsets = {n.opset for n in main.walk() if isinstance(n.opset, str) and n.opset}
+    return model

@@ -1,0 +1,29 @@
+"""GitHub Actions workflow commands (::error file=...::message) for inline annotations."""
+
+from __future__ import annotations
+
+from graphlint.report import Run
+from graphlint.rule import Severity
+
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(run: Run) -> str:
+    out = []
+    for f in run.findings():
+        props = f"file={_prop(f.model)}"
+        if f.location.line:
+            props += f",line={f.location.line}"
+        props += f",title={_prop(f.rule_id + ' ' + f.rule_name)}"
+        out.append(f"::{_LEVEL[f.severity]} {props}::{_escape(f.message)}")
+    for fail in run.failures:
+        out.append(f"::error file={_prop(fail.path)},title=graphlint::{_escape(fail.message)}")
+    return "\n".join(out) + ("\n" if out else "")

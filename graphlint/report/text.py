@@ -1,0 +1,61 @@
+"""Text report for people: grouped by model, then node; colour only on a TTY."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import click
+
+from graphlint.report import Run
+from graphlint.rule import Finding, Severity
+
+_COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+
+
+def _where(f: Finding) -> str:
+    loc = f.location
+    bits = [loc.graph_path]
+    if loc.line is not None:
+        bits.append(f"line {loc.line}")
+    elif loc.node_index is not None:
+        bits.append(f"node #{loc.node_index}")
+    return ", ".join(bits)
+
+
+def render_text(run: Run, *, color: bool = False) -> str:
+    def style(text: str, **kw) -> str:
+        return click.style(text, **kw) if color else text
+
+    lines: list[str] = []
+    for res in run.results:
+        findings = [f for f in res.findings if not f.suppressed]
+        m = res.model
+        head = f"{m.path} ({m.format}, {res.stats.get('nodes', m.node_count)} nodes) -> {res.target.title}"
+        lines.append(style(head, bold=True))
+        if not findings:
+            lines.append("  no findings")
+        for (node, op), group in groupby(findings, key=lambda f: (f.node, f.op_type)):
+            group = list(group)
+            subject = f"'{node}' ({op})" if node else (f"value '{group[0].value}'" if group[0].value else "model")
+            lines.append(f"  {style(subject, bold=True)}  {_where(group[0])}")
+            for f in group:
+                sev = style(f"{f.severity.label:<7}", fg=_COLORS[f.severity])
+                lines.append(f"    {sev} {f.rule_id} {f.rule_name}: {f.message}")
+                if f.rewrite:
+                    kind = "safe" if f.rewrite.safe else "unsafe, changes results"
+                    desc = f" - {f.rewrite.description}" if f.rewrite.description else ""
+                    lines.append(f"            fix: {f.rewrite.name} ({kind}){desc}")
+        lines.append("")
+    c = run.counts()
+    fixable = sum(1 for f in run.findings() if f.rewrite)
+    parts = [f"{c.get('error', 0)} errors", f"{c.get('warning', 0)} warnings", f"{c.get('info', 0)} infos"]
+    summary = f"Found {', '.join(parts)} in {len(run.results)} model(s)"
+    if fixable:
+        summary += f"; {fixable} fixable with 'graphlint fix'"
+    if c.get("suppressed"):
+        summary += f"; {c['suppressed']} suppressed"
+    if run.failures:
+        summary += f"; {len(run.failures)} model(s) could not be read"
+    lines.append(summary + ".")
+    lines.extend(run.notes)
+    return "\n".join(lines) + "\n"

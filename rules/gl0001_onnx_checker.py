@@ -1,0 +1,145 @@
+"""GL0001 onnx-checker: every problem onnx.checker reports."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import onnx
+
+from graphlint.ir import Model, Node
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+
+_NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
+
+
+class OnnxChecker(Rule):
+    """The model fails ONNX's own checker or strict shape inference.
+
+    ## What it checks
+    Runs `onnx.checker` on the model and, when it fails, checks every node, initializer and
+    value of every graph on its own so that all problems are reported, not only the first.
+    Strict shape-inference errors (incompatible dims, wrong input types) are included, as
+    `onnx.checker.check_model(full_check=True)` would raise them.
+
+    ## Why it matters
+    Engines assume a valid model. TensorRT's parser, ONNX Runtime and OpenVINO each fail on
+    a subset of these problems with messages far from the cause, often only at build time.
+
+    ## Example
+    An `Add` whose inputs have shapes `[1, 4]` and `[3, 5]`, or a node that uses an
+    attribute its opset does not define.
+
+    ## Fix
+    Re-export the model, or correct the node the finding names; run
+    `python -c "import onnx; onnx.checker.check_model('model.onnx', full_check=True)"` to confirm.
+    """
+
+    id = "GL0001"
+    name = "onnx-checker"
+    severity = Severity.ERROR
+    source = "onnx.checker and onnx.shape_inference (strict mode)"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        model = ctx.model
+        by_name = {n.name: n for n in model.graph.walk() if n.name}
+        for issue in model.issues:
+            if issue.kind == "shape-inference":
+                node = by_name.get(issue.value or "")
+                where = f"Node {quote(node.label)} ({node.op_type}) fails" if node else "The model fails"
+                yield ctx.finding(node, f"{where} strict shape inference: {issue.message}")
+        proto = model.proto
+        if proto is None:
+            return
+        try:
+            onnx.checker.check_model(proto, full_check=False)
+            return
+        except Exception as e:  # ValidationError and friends
+            first = str(e).strip()
+        yield from self._all_errors(model, ctx, first)
+
+    def _all_errors(self, model: Model, ctx: RuleContext, first: str) -> Iterator[Finding]:
+        proto = model.proto
+        cctx = onnx.checker.C.CheckerContext()
+        cctx.ir_version = proto.ir_version
+        cctx.opset_imports = {o.domain: o.version for o in proto.opset_import}
+        found = 0
+        nodes = {(n.graph.path, n.index): n for n in model.graph.walk()}
+        # Walk the protobuf graphs in the same order the IR was built (path-addressed).
+        stack = [("main", proto.graph)]
+        while stack:
+            path, gp = stack.pop()
+            for i, np_ in enumerate(gp.node):
+                node = nodes.get((path, i))
+                try:
+                    onnx.checker.check_node(np_, cctx)
+                except Exception as e:
+                    found += 1
+                    yield ctx.finding(node, f"Node {quote(node.label if node else np_.name)} ({np_.op_type}) "
+                                            f"fails onnx.checker: {_clean(e)}")
+                if node is not None:
+                    for attr, sub in node.subgraphs.items():
+                        a = next((a for a in np_.attribute if a.name == attr.split("[")[0]), None)
+                        if a is not None and a.type == onnx.AttributeProto.GRAPH:
+                            stack.append((sub.path, a.g))
+            if path == "main":
+                for vi in (*gp.input, *gp.output):
+                    try:
+                        onnx.checker.check_value_info(vi, cctx)
+                    except Exception as e:
+                        found += 1
+                        yield ctx.finding(None, f"Graph input/output {quote(vi.name)} fails onnx.checker: {_clean(e)}",
+                                          value=vi.name)
+            for tp in gp.initializer:
+                try:
+                    onnx.checker.check_tensor(tp, cctx)
+                except Exception as e:
+                    found += 1
+                    yield ctx.finding(None, f"Initializer {quote(tp.name)} fails onnx.checker: {_clean(e)}",
+                                      value=tp.name)
+            for f in self._topology(model, ctx, path):
+                found += 1
+                yield f
+        if not found:
+            node = self._node_from_message(model, first)
+            yield ctx.finding(node, f"{'Node ' + quote(node.label) + ' fails' if node else 'The model fails'} "
+                                    f"onnx.checker: {_clean(first)}")
+
+    def _topology(self, model: Model, ctx: RuleContext, path: str) -> Iterator[Finding]:
+        """Inputs nothing produced before use (onnx requires topological order) and SSA violations."""
+        graph = next((g for g in model.graph.graphs() if g.path == path), None)
+        if graph is None:
+            return
+        known = {v.name for v in graph.inputs} | {v.name for v in graph.values.values() if v.const is not None}
+        outer = graph.owner
+        while outer is not None:  # names visible from enclosing graphs
+            known |= set(outer.graph.values)
+            outer = outer.graph.owner
+        produced: set[str] = set()
+        for node in graph.nodes:
+            for v in node.inputs:
+                if v is not None and v.name not in known and v.name not in produced:
+                    later = v.producer is not None
+                    what = "is produced only by a later node (graph not topologically sorted)" if later \
+                        else "is not produced by any node, initializer or graph input"
+                    yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) input {quote(v.name)} {what}.",
+                                      value=v.name)
+            for v in node.outputs:
+                if v.name and v.name in produced | {i.name for i in graph.inputs}:
+                    yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) output {quote(v.name)} "
+                                            f"is assigned more than once (ONNX graphs are SSA).", value=v.name)
+                produced.add(v.name)
+
+    @staticmethod
+    def _node_from_message(model: Model, message: str) -> Node | None:
+        m = _NODE.search(message)
+        if not m:
+            return None
+        name = m.group(1)
+        return next((n for n in model.graph.walk() if n.name == name and name), None)
+
+
+def _clean(e: object) -> str:
+    text = " ".join(str(e).split())
+    text = re.sub(r"==> Context:.*$", "", text).strip()
+    return text.rstrip(".") + "."

@@ -1,0 +1,49 @@
+"""GL9001 load-issue: problems the loader worked around (IR structure, bodies, limits)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint.ir import ONNX, OPENVINO
+from graphlint.rule import Finding, Rule, RuleContext, Severity
+
+# Load issue kinds other rules own.
+OWNED = {"shape-inference", "external-data", "bin-range", "bin-missing"}
+
+
+class LoadIssue(Rule):
+    """The loader found a structural problem it had to work around.
+
+    ## What it checks
+    Problems recorded while building the graph that no other rule owns: OpenVINO IR edges to
+    missing layers or ports, duplicate layer ids, and similar structural defects.
+
+    ## Why it matters
+    Anything the loader had to skip is something the engine will choke on, and analysis of
+    the surrounding nodes may be incomplete.
+
+    ## Example
+    An `<edge from-layer="7" ...>` in an .xml where no layer has id 7.
+
+    ## Fix
+    Regenerate the IR with `openvino.save_model` (or `ovc`) from the source model.
+    """
+
+    id = "GL9001"
+    name = "load-issue"
+    severity = Severity.WARNING
+    dialects = frozenset({ONNX, OPENVINO})
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from graphlint.rule import location_of
+
+        for issue in ctx.model.issues:
+            if issue.kind in OWNED:
+                continue
+            f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:] + ".", kind=issue.kind)
+            if issue.line and issue.node is None:
+                loc = location_of(ctx.model, None)
+                from dataclasses import replace
+
+                f.location = replace(loc, graph_path=issue.graph_path, line=issue.line)
+            yield f

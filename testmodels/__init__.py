@@ -1,0 +1,1 @@
+"""Scripts that build graphlint's test and example models (no downloads; random weights)."""

@@ -1,0 +1,54 @@
+"""Shared fixtures: run the CLI in-process or as a real subprocess, validate SARIF."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("GRAPHLINT_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+SARIF_SCHEMA = os.path.join(SHARED, "reference", "sarif-schema-2.1.0.json")
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: str | None = None, timeout: float = 300) -> CliResult:
+    """Run graphlint as users do: a separate process, real exit code, real stderr."""
+    proc = subprocess.run([sys.executable, "-m", "graphlint", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=timeout)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def validate_sarif(doc: dict) -> None:
+    """Validate against the SARIF 2.1.0 schema (Draft 4) from ../shared/reference."""
+    import jsonschema
+
+    with open(SARIF_SCHEMA, encoding="utf-8") as f:
+        schema = json.load(f)
+    jsonschema.Draft4Validator(schema).validate(doc)
+
+
+@pytest.fixture
+def sarif_validator():
+    return validate_sarif
