@@ -98,12 +98,12 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def build_options(targets, select, ignore, shapes, config_path, repo_root) -> Any:
+def build_options(targets, select, ignore, shapes, config_path, repo_root, models=()) -> Any:
     from graphlint.config import resolve_options
 
     return resolve_options(
         targets=list(targets), select=_split(select), ignore=_split(ignore), shapes=list(shapes),
-        config_path=config_path, repo_root=repo_root,
+        config_path=config_path, repo_root=repo_root, models=list(models),
     )
 
 
@@ -134,7 +134,7 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
     from graphlint import lint
     from graphlint.report import render
 
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
     if output:
         from graphlint.fsutil import check_output_path
 

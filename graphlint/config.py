@@ -1,12 +1,71 @@
-"""Effective options: command-line flags over graphlint.toml / [tool.graphlint], over defaults."""
+"""Effective options: command-line flags over graphlint.toml / [tool.graphlint], over defaults.
+
+The configuration file is found by walking up from the first model's folder (then from the
+working directory): in each folder ``graphlint.toml`` or ``.graphlint.toml`` wins, then a
+``pyproject.toml`` that has a ``[tool.graphlint]`` table. ``--config FILE`` names it
+explicitly. Paths in the file (baseline, suppressions, model globs) are relative to the
+file's folder. Every key is checked: an unknown key is an error naming the closest valid
+one. ``graphlint config`` prints the effective values and where each came from.
+
+    [tool.graphlint]
+    target = ["trt@10.15"]
+    select = ["GL0", "GL1", "drift"]
+    ignore = ["GL0004"]
+    fail-level = "warning"
+    baseline = "graphlint-baseline.json"
+    suppressions = "graphlint-suppressions.toml"
+
+    [tool.graphlint.severity]
+    GL0003 = "error"
+
+    [tool.graphlint.target-options.trt]
+    pad-multiple = 16
+
+    [tool.graphlint.shapes]
+    "models/bert*.onnx" = ["input_ids:1x1,8x128,16x512"]
+"""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import difflib
+import fnmatch
+import json
 import os
 import subprocess
+from dataclasses import dataclass, field
+from typing import Any
 
+from graphlint.errors import UsageError
 from graphlint.lint import LintOptions
-from graphlint.shapes_spec import parse_profiles
+from graphlint.rule import Severity
+from graphlint.shapes_spec import Profile, parse_profiles
+from graphlint.target import Target
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+CONFIG_NAMES = ("graphlint.toml", ".graphlint.toml", "pyproject.toml")
+SUPPRESSIONS_NAME = "graphlint-suppressions.toml"
+
+# Top-level keys and the type each must have ("list" accepts a single string too).
+TOP_KEYS: dict[str, str] = {
+    "target": "list",
+    "select": "list",
+    "ignore": "list",
+    "severity": "table",
+    "fail-level": "str",
+    "baseline": "str",
+    "suppressions": "str",
+    "suppress": "array",
+    "target-options": "table",
+    "shapes": "table",
+}
+ALIASES = {"targets": "target"}
+SUPPRESS_KEYS = {"model": "str", "rule": "str", "node": "str", "target": "str", "reason": "str"}
 
 
 def repo_root(explicit: str | None) -> str:
@@ -21,7 +80,433 @@ def repo_root(explicit: str | None) -> str:
     return os.getcwd()
 
 
-def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None) -> LintOptions:
-    opts = LintOptions(targets=targets, select=select, ignore=ignore, root=globals()["repo_root"](repo_root))
-    opts.rule_options["shapes"] = parse_profiles(shapes)
+# --------------------------------------------------------------------------- discovery
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read configuration {path!r}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+
+
+def _table_of(path: str, doc: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The graphlint table of a config document and how to name it in messages."""
+    if os.path.basename(path) == "pyproject.toml":
+        tool = doc.get("tool", {})
+        return (tool.get("graphlint") if isinstance(tool, dict) else None), "tool.graphlint"
+    return doc, ""
+
+
+def find_config(start_dirs: list[str]) -> str | None:
+    """The nearest configuration file above any of ``start_dirs`` (tried in order)."""
+    for start in start_dirs:
+        folder = os.path.abspath(start)
+        while True:
+            for name in CONFIG_NAMES:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path):
+                    if name != "pyproject.toml":
+                        return path
+                    table, _ = _table_of(path, _read_toml(path))
+                    if table is not None:
+                        return path
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return None
+
+
+# --------------------------------------------------------------------------- validation
+
+def _suggest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else f" (valid keys: {', '.join(sorted(valid))})"
+
+
+def _norm_key(key: str) -> str:
+    return key.replace("_", "-")
+
+
+def _check_type(where: str, value: Any, kind: str) -> Any:
+    if kind == "list":
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: expected a string or a list of strings")
+        return value
+    if kind == "str" and not isinstance(value, str):
+        raise UsageError(f"{where}: expected a string")
+    if kind == "table" and not isinstance(value, dict):
+        raise UsageError(f"{where}: expected a table")
+    if kind == "array" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+        raise UsageError(f"{where}: expected an array of tables ([[...]])")
+    return value
+
+
+def _target_option_types() -> dict[str, type]:
+    """Option names (kebab-case) that target profiles define, with the type of their values."""
+    from graphlint.target import _profiles
+
+    types: dict[str, type] = {}
+    for profiles in _profiles().values():
+        for prof in profiles:
+            tables = [prof.get("options", {}), *prof.get("devices", {}).values()]
+            for table in tables:
+                for k, v in table.items():
+                    types.setdefault(_norm_key(k), type(v))
+    return types
+
+
+@dataclass
+class Suppression:
+    """Silence findings of ``rule`` on nodes matching ``node`` in models matching ``model``."""
+
+    rule: str  # rule id, id prefix or name; "*" for every rule
+    reason: str
+    model: str = "*"  # glob, relative to ``base``
+    node: str = "*"  # glob over the node's name (or the value's name)
+    target: str = "*"  # target name glob: trt, ort, openvino
+    base: str = "."  # folder the model glob is relative to
+    origin: str = ""  # file (and entry number) it came from, for messages
+    used: int = 0
+
+
+def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppression]:
+    """Validate ``[[suppress]]`` entries: unknown keys and a missing reason are errors."""
+    from graphlint.registry import load_rules
+
+    rules = load_rules()
+    known = [r.id for r in rules] + [r.name for r in rules]
+    out = []
+    for i, entry in enumerate(entries, 1):
+        where = f"{origin}: suppress entry {i}"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where}: expected a table")
+        fields: dict[str, str] = {}
+        for key, value in entry.items():
+            k = _norm_key(key)
+            if k not in SUPPRESS_KEYS:
+                raise UsageError(f"{where}: unknown key {key!r}{_suggest(k, list(SUPPRESS_KEYS))}")
+            fields[k] = _check_type(f"{where}: {key}", value, "str").strip()
+        if not fields.get("rule"):
+            raise UsageError(f"{where}: 'rule' is required (a rule id such as GL1001, or '*')")
+        if not fields.get("reason"):
+            raise UsageError(f"{where}: 'reason' is required: say why this finding is acceptable")
+        rule = fields["rule"]
+        if rule != "*" and not any(k.upper().startswith(rule.upper()) or k == rule.lower() for k in known):
+            raise UsageError(f"{where}: rule {rule!r} matches no installed rule{_suggest(rule, known)}")
+        out.append(Suppression(rule=rule, reason=fields["reason"], model=fields.get("model", "*"),
+                               node=fields.get("node", "*"), target=fields.get("target", "*"),
+                               base=base, origin=f"{origin} #{i}"))
+    return out
+
+
+def load_suppression_file(path: str) -> list[Suppression]:
+    doc = _read_toml(path)
+    for key in doc:
+        if _norm_key(key) != "suppress":
+            raise UsageError(f"{path}: unknown key {key!r}{_suggest(_norm_key(key), ['suppress'])}")
+    entries = _check_type(f"{path}: suppress", doc.get("suppress", []), "array")
+    return parse_suppressions(entries, path, os.path.dirname(os.path.abspath(path)))
+
+
+# --------------------------------------------------------------------------- effective configuration
+
+@dataclass
+class Effective:
+    """The resolved configuration and where each value came from."""
+
+    file: str | None = None
+    table: str = ""
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        self.values[key] = value
+        self.sources[key] = source
+
+    def file_source(self, key: str) -> str:
+        rel = os.path.relpath(self.file) if self.file else "?"
+        return f"{rel} [{self.table + '.' if self.table else ''}{key}]".replace("[.", "[")
+
+
+def _match_glob(path: str, pattern: str, base: str) -> bool:
+    """Match a model path against a glob relative to ``base`` (also tried on the path as given)."""
+    absolute = os.path.abspath(path)
+    rel = os.path.relpath(absolute, base).replace(os.sep, "/")
+    candidates = {path.replace(os.sep, "/"), rel, absolute.replace(os.sep, "/")}
+    pat = pattern.replace("**/", "*")  # fnmatch's * already crosses folders
+    return any(fnmatch.fnmatch(c, pattern) or fnmatch.fnmatch(c, pat) for c in candidates)
+
+
+def target_with_options(target: Target, overrides: dict[str, Any]) -> Target:
+    """A copy of ``target`` whose options (and current device's options) include ``overrides``."""
+    if not overrides:
+        return target
+    prof = copy.deepcopy(target.profile)
+    prof.setdefault("options", {}).update(overrides)
+    if target.device:
+        prof.setdefault("devices", {}).setdefault(target.device, {}).update(overrides)
+    return dataclasses.replace(target, profile=prof)
+
+
+def effective_config(
+    *,
+    targets: list[str],
+    select: list[str],
+    ignore: list[str],
+    shapes: list[str],
+    config_path: str | None,
+    repo_root: str | None,
+    models: list[str] | None = None,
+    fail_level: str | None = None,
+    baseline: str | None = None,
+) -> Effective:
+    eff = Effective()
+    if config_path:
+        if not os.path.isfile(config_path):
+            raise UsageError(f"configuration file {config_path!r} does not exist")
+        eff.file = os.path.abspath(config_path)
+    else:
+        starts = [os.path.dirname(os.path.abspath(m)) for m in (models or [])[:1]] + [os.getcwd()]
+        eff.file = find_config(starts)
+    table: dict[str, Any] = {}
+    if eff.file:
+        doc = _read_toml(eff.file)
+        found, eff.table = _table_of(eff.file, doc)
+        if found is None:
+            raise UsageError(f"{eff.file}: no [tool.graphlint] table")
+        table = found
+    base = os.path.dirname(eff.file) if eff.file else os.getcwd()
+
+    # normalise keys, reject unknown ones
+    conf: dict[str, Any] = {}
+    for key, value in table.items():
+        k = ALIASES.get(_norm_key(key), _norm_key(key))
+        if k not in TOP_KEYS:
+            full = f"{eff.table}.{key}" if eff.table else key
+            raise UsageError(f"{eff.file}: unknown key {full!r}{_suggest(k, list(TOP_KEYS))}")
+        conf[k] = _check_type(f"{eff.file}: {key}", value, TOP_KEYS[k])
+
+    def pick(key: str, cli_value: Any, cli_flag: str, default: Any) -> None:
+        if cli_value:
+            eff.set(key, cli_value, f"command line {cli_flag}")
+        elif key in conf:
+            eff.set(key, conf[key], eff.file_source(key))
+        else:
+            eff.set(key, default, "default")
+
+    from graphlint.registry import load_rules
+    from graphlint.registry import select as select_rules
+    from graphlint.target import resolve
+
+    pick("target", list(targets), "--target", [])
+    if not eff.values["target"]:
+        eff.sources["target"] += " (trt for .onnx, openvino for .xml)"
+    for spec in eff.values["target"]:
+        resolve(spec)  # unknown targets fail here, naming the spec
+    pick("select", list(select), "--select", [])
+    pick("ignore", list(ignore), "--ignore", [])
+    rules = load_rules()
+    for key in ("select", "ignore"):
+        if eff.sources[key].startswith(eff.file or "\0"):
+            known = [r.id for r in rules] + [r.name for r in rules] + sorted({r.family_name() for r in rules})
+            for sel in eff.values[key]:
+                try:
+                    select_rules(rules, [sel], None)
+                except UsageError:
+                    raise UsageError(f"{eff.file}: {key} {sel!r} matches no rule{_suggest(sel, known)}") from None
+    pick("fail-level", fail_level, "--fail-level", "error")
+    try:
+        Severity.parse(eff.values["fail-level"])
+    except ValueError as e:
+        raise UsageError(f"{eff.sources['fail-level']}: {e}") from None
+
+    # severity overrides: rule id or name -> severity
+    overrides: dict[str, Severity] = {}
+    for key, value in conf.get("severity", {}).items():
+        rule = next((r for r in rules if r.id.upper() == key.upper() or r.name == key.lower()), None)
+        if rule is None:
+            known = [r.id for r in rules] + [r.name for r in rules]
+            raise UsageError(f"{eff.file}: severity: no rule {key!r}{_suggest(key, known)}")
+        if not isinstance(value, str):
+            raise UsageError(f"{eff.file}: severity.{key}: expected info, warning or error")
+        try:
+            overrides[rule.id] = Severity.parse(value)
+        except ValueError as e:
+            raise UsageError(f"{eff.file}: severity.{key}: {e}") from None
+    eff.set("severity", overrides, eff.file_source("severity") if overrides else "default")
+
+    # per-target options, checked against the options target profiles define
+    types = _target_option_types()
+    from graphlint.target import target_names
+
+    topts: dict[str, dict[str, Any]] = {}
+    for name, table_ in conf.get("target-options", {}).items():
+        tname = name.split("@")[0].lower()
+        if tname not in target_names():
+            raise UsageError(f"{eff.file}: target-options: unknown target {name!r}"
+                             f"{_suggest(tname, target_names())}")
+        if not isinstance(table_, dict):
+            raise UsageError(f"{eff.file}: target-options.{name}: expected a table")
+        for key, value in table_.items():
+            k = _norm_key(key)
+            if k not in types:
+                raise UsageError(f"{eff.file}: target-options.{name}: unknown option {key!r}"
+                                 f"{_suggest(k, list(types))}")
+            want = types[k]
+            if type(value) is not want and not (want is float and isinstance(value, int)):
+                raise UsageError(f"{eff.file}: target-options.{name}.{key}: expected {want.__name__}, "
+                                 f"got {type(value).__name__}")
+            topts.setdefault(name.lower(), {})[k.replace("-", "_")] = value
+    eff.set("target-options", topts, eff.file_source("target-options") if topts else "default")
+
+    # shape profiles: per model glob from the file, command line on top (for every model)
+    globbed: list[tuple[str, dict[str, Profile]]] = []
+    for glob, specs in conf.get("shapes", {}).items():
+        specs = _check_type(f"{eff.file}: shapes.{glob!r}", specs, "list")
+        try:
+            globbed.append((glob, parse_profiles(specs)))
+        except UsageError as e:
+            raise UsageError(f"{eff.file}: shapes.{glob!r}: {e}") from None
+    eff.set("shapes", {g: [_profile_text(p) for p in profs.values()] for g, profs in globbed},
+            eff.file_source("shapes") if globbed else "default")
+    cli_shapes = parse_profiles(shapes)
+    if cli_shapes:
+        eff.set("shapes (all models)", [_profile_text(p) for p in cli_shapes.values()], "command line --shapes")
+    eff.values["_shape_globs"] = (globbed, cli_shapes, base)
+
+    # baseline and suppressions (paths relative to the configuration file)
+    if baseline:
+        eff.set("baseline", baseline, "command line --baseline")
+    elif "baseline" in conf:
+        eff.set("baseline", os.path.normpath(os.path.join(base, conf["baseline"])), eff.file_source("baseline"))
+    else:
+        eff.set("baseline", None, "default (none)")
+    supp: list[Suppression] = []
+    supp_file = None
+    if "suppressions" in conf:
+        supp_file = os.path.normpath(os.path.join(base, conf["suppressions"]))
+        if not os.path.isfile(supp_file):
+            raise UsageError(f"{eff.file_source('suppressions')}: suppression file {supp_file!r} does not exist")
+        eff.sources["suppressions"] = eff.file_source("suppressions")
+    elif os.path.isfile(os.path.join(base, SUPPRESSIONS_NAME)):
+        supp_file = os.path.join(base, SUPPRESSIONS_NAME)
+        eff.sources["suppressions"] = f"found next to {'the configuration' if eff.file else 'the working directory'}"
+    else:
+        eff.sources["suppressions"] = "default (none)"
+    eff.values["suppressions"] = supp_file
+    if supp_file:
+        supp.extend(load_suppression_file(supp_file))
+    if "suppress" in conf:
+        inline = parse_suppressions(conf["suppress"], eff.file_source("suppress"), base)
+        supp.extend(inline)
+        eff.set("suppress", [f"{s.rule} model={s.model} node={s.node}: {s.reason}" for s in inline],
+                eff.file_source("suppress"))
+    eff.values["_suppressions"] = supp
+    eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
+            "default (git root or working directory)")
+    return eff
+
+
+def _profile_text(p: Profile) -> str:
+    dims = [("x".join(map(str, s)) or "scalar") for s in p.shapes()]
+    return f"{p.name}:{dims[0]}" if p.min == p.opt == p.max else f"{p.name}:{','.join(dims)}"
+
+
+def _per_model(eff: Effective):
+    """The per-model hook LintOptions.per_model: shape profiles by glob and per-target options."""
+    globbed, cli_shapes, base = eff.values["_shape_globs"]
+    topts: dict[str, dict[str, Any]] = eff.values["target-options"]
+
+    def hook(path: str, target: Target) -> tuple[Target, dict[str, Any]]:
+        extra: dict[str, Any] = {}
+        if globbed:
+            profiles: dict[str, Profile] = {}
+            for glob, profs in globbed:
+                if _match_glob(path, glob, base):
+                    profiles.update(profs)
+            profiles.update(cli_shapes)
+            extra["shapes"] = profiles
+        overrides = dict(topts.get(target.name, {}))
+        overrides.update(topts.get(f"{target.name}@{target.version}", {}))
+        return target_with_options(target, overrides), extra
+
+    return hook
+
+
+def options_from(eff: Effective) -> LintOptions:
+    opts = LintOptions(
+        targets=list(eff.values["target"]),
+        select=list(eff.values["select"]),
+        ignore=list(eff.values["ignore"]),
+        severity_overrides=dict(eff.values["severity"]),
+        root=eff.values["root"],
+        fail_level=Severity.parse(eff.values["fail-level"]).label,
+        baseline=eff.values["baseline"],
+    )
+    opts.rule_options["shapes"] = eff.values["_shape_globs"][1]
+    opts.suppressions = list(eff.values["_suppressions"])
+    opts.per_model = _per_model(eff)
     return opts
+
+
+def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
+                    models: list[str] | None = None) -> LintOptions:
+    return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
+                                         config_path=config_path, repo_root=repo_root, models=models))
+
+
+# --------------------------------------------------------------------------- graphlint config
+
+def render_effective(eff: Effective, fmt: str = "text") -> str:
+    public = {k: v for k, v in eff.values.items() if not k.startswith("_")}
+    if fmt == "json":
+        doc = {"file": eff.file, "values": {k: {"value": _jsonable(v), "source": eff.sources.get(k, "")}
+                                            for k, v in public.items()}}
+        return json.dumps(doc, indent=2) + "\n"
+    lines = [f"# configuration file: {eff.file + (' [' + eff.table + ']' if eff.table else '') if eff.file else 'none'}"]
+    rows = [(k, json.dumps(_jsonable(v)), eff.sources.get(k, "")) for k, v in public.items()]
+    width = max(len(k) for k, _, _ in rows)
+    vwidth = min(60, max(len(v) for _, v, _ in rows))
+    for k, v, src in rows:
+        lines.append(f"{k:<{width}} = {v:<{vwidth}}  # {src}")
+    return "\n".join(lines) + "\n"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Severity):
+        return v.label
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def register(cli) -> None:
+    import click
+
+    from graphlint.cli import _split, guarded, lint_options
+
+    @cli.command("config")
+    @click.argument("models", nargs=-1)
+    @lint_options
+    @click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None)
+    @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), default=None)
+    @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @guarded
+    def config_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, fail_level,
+                   baseline_path, fmt) -> None:
+        """Print the effective configuration and where each value came from.
+
+        MODELS (optional) decide where the configuration file is looked for, as in 'check'.
+        """
+        eff = effective_config(targets=list(targets), select=_split(select), ignore=_split(ignore),
+                               shapes=list(shapes), config_path=config_path, repo_root=repo_root,
+                               models=list(models), fail_level=fail_level, baseline=baseline_path)
+        click.echo(render_effective(eff, fmt), nl=False)

@@ -58,7 +58,10 @@ def main(argv: list[str]) -> int:
     stale = []
     for rel, text in files.items():
         path = os.path.join(docs, rel)
-        current = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        current = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                current = f.read()
         if current != text:
             stale.append(rel)
             if "--check" not in argv:

@@ -106,8 +106,8 @@ class Value:
     """A tensor flowing along an edge: produced by at most one node, consumed by many."""
 
     __slots__ = (
-        "consumers",
         "const",
+        "consumers",
         "dtype",
         "graph",
         "is_input",
@@ -291,6 +291,8 @@ class Model:
     proto: Any = None  # the onnx.ModelProto (weights not loaded) for checks that need it
     ov_opsets: set[str] = field(default_factory=set)  # OpenVINO opsets used
     stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
+    # Graph input/output types as the file declares them, before shape inference filled gaps.
+    declared_io: dict[str, tuple[str | None, Shape]] = field(default_factory=dict)
 
     def walk(self) -> Iterator[Node]:
         yield from self.graph.walk()

@@ -30,6 +30,9 @@ class LintOptions:
     fail_level: str = "error"
     baseline: str | None = None
     on_model: Callable[[str], None] | None = None  # progress callback
+    suppressions: list[Any] = field(default_factory=list)  # graphlint.config.Suppression, from configuration
+    # per-model hook from the configuration: (path, target) -> (target with options, extra rule options)
+    per_model: Callable[[str, Target], tuple[Target, dict[str, Any]]] | None = None
 
 
 def selected_rules(opts: LintOptions) -> list[type[Rule]]:
@@ -48,6 +51,9 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
             raise InputError(path, f"target {target.name} cannot take {model.format} models "
                                    f"(use --target {DEFAULT_TARGET[model.format]})")
         options = dict(opts.rule_options, severity_overrides=opts.severity_overrides)
+        if opts.per_model is not None:
+            target, extra = opts.per_model(path, target)
+            options.update(extra)
         t = dict(timings)
         res = run_rules(model, target, rules, options, t)
         results.append(res)

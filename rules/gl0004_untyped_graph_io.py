@@ -39,10 +39,12 @@ class UntypedGraphIO(Rule):
             for v in values:
                 if v.is_constant:
                     continue  # initializers listed as inputs (IR < 4) carry their own type
-                missing = [w for w, bad in (("element type", v.dtype is None), ("shape", v.shape is None)) if bad]
+                dtype, shape = ctx.model.declared_io.get(v.name, (v.dtype, v.shape))
+                missing = [w for w, bad in (("element type", dtype is None), ("shape", shape is None)) if bad]
                 if missing:
                     yield ctx.finding(
                         None,
-                        f"Graph {kind} {quote(v.name)} declares no {' and no '.join(missing)}.",
+                        f"Graph {kind} {quote(v.name)} declares no {' and no '.join(missing)}"
+                        + (f" (inference finds {v.dtype} {list(v.shape)})." if v.shape is not None else "."),
                         value=v,
                     )

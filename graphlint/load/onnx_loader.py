@@ -284,6 +284,7 @@ def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> 
 def load(path: str, *, infer: bool = True) -> Model:
     proto = parse(path)
     issues: list[LoadIssue] = []
+    declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
     inferred = infer_shapes(proto, issues) if infer else proto
     conv = _Converter(path, inferred, issues)
     main, functions = conv.convert()
@@ -300,5 +301,6 @@ def load(path: str, *, infer: bool = True) -> Model:
         functions=functions,
         issues=issues,
         proto=inferred,
+        declared_io=declared,
     )
     return model

@@ -84,10 +84,10 @@ class _Handler(xml.sax.ContentHandler):
         self._section: str | None = None  # "input" | "output"
         self._rt_path: list[str] = []
 
-    def setDocumentLocator(self, locator: Any) -> None:  # noqa: N802 (SAX API)
+    def setDocumentLocator(self, locator: Any) -> None:
         self.locator = locator
 
-    def startElement(self, tag: str, attrs: Any) -> None:  # noqa: N802
+    def startElement(self, tag: str, attrs: Any) -> None:
         a = dict(attrs)
         parent = self._stack[-1] if self._stack else None
         self._stack.append(tag)
@@ -136,7 +136,7 @@ class _Handler(xml.sax.ContentHandler):
         if self._dim_text is not None:
             self._dim_text.append(content)
 
-    def endElement(self, tag: str) -> None:  # noqa: N802
+    def endElement(self, tag: str) -> None:
         self._stack.pop()
         if self._rt_path:
             self._rt_path.pop()
