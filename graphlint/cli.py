@@ -127,14 +127,18 @@ def emit(text: str, output: str | None) -> None:
               help="Report only findings not recorded in this baseline file.")
 @click.option("--stats", "--profile", "stats", is_flag=True, help="Print time per phase and per rule family on stderr.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: only on a TTY).")
+@click.option("--time-budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Give up on a model (exit 2) after this long; 0 = no limit. Default: 300.")
 @guarded
 def check(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
-          baseline_path, stats, color) -> None:
+          baseline_path, stats, color, time_budget) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     from graphlint import lint
     from graphlint.report import render
 
     opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+    if time_budget is not None:
+        opts.time_budget = time_budget
     if output:
         from graphlint.fsutil import check_output_path
 
@@ -156,13 +160,25 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
 
 
 def _progress(total: int) -> Callable[[str], None] | None:
+    """A one-line bar on stderr for multi-model runs, only on a TTY (CI logs stay clean)."""
     if total < 2 or not sys.stderr.isatty():
         return None
+    import shutil
+
     state = {"i": 0}
 
     def show(path: str) -> None:
         state["i"] += 1
-        click.echo(f"\r[{state['i']}/{total}] {path[-60:]:<60}", err=True, nl=state["i"] == total)
+        i = state["i"]
+        cols = shutil.get_terminal_size((80, 20)).columns
+        bar_w = max(10, min(30, cols // 4))
+        filled = bar_w * (i - 1) // total  # the model named is being linted, not done
+        head = f"[{'#' * filled}{'.' * (bar_w - filled)}] {i}/{total} "
+        room = max(10, cols - len(head) - 1)
+        name = path if len(path) <= room else "…" + path[-(room - 1):]
+        click.echo(f"\r\x1b[2K{head}{name}", err=True, nl=False)
+        if i == total:
+            click.echo("", err=True)  # leave the last line; the report follows
 
     return show
 

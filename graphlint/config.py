@@ -122,9 +122,22 @@ def find_config(start_dirs: list[str]) -> str | None:
 
 # --------------------------------------------------------------------------- validation
 
-def _suggest(key: str, valid: list[str]) -> str:
+def _suggest(key: str, valid: list[str], otherwise: str = "") -> str:
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else f" (valid keys: {', '.join(sorted(valid))})"
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" ({otherwise})" if otherwise else f" (valid keys: {', '.join(sorted(valid))})"
+
+
+def _rule_words() -> list[str]:
+    """Everything a rule selector may name: ids, names, families."""
+    from graphlint.registry import load_rules
+
+    rules = load_rules()
+    return [r.id for r in rules] + [r.name for r in rules] + sorted({r.family_name() for r in rules})
+
+
+SEE_RULES = "see 'graphlint rules'"
 
 
 def _norm_key(key: str) -> str:
@@ -177,10 +190,7 @@ class Suppression:
 
 def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppression]:
     """Validate ``[[suppress]]`` entries: unknown keys and a missing reason are errors."""
-    from graphlint.registry import load_rules
-
-    rules = load_rules()
-    known = [r.id for r in rules] + [r.name for r in rules]
+    known = _rule_words()
     out = []
     for i, entry in enumerate(entries, 1):
         where = f"{origin}: suppress entry {i}"
@@ -198,7 +208,7 @@ def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppr
             raise UsageError(f"{where}: 'reason' is required: say why this finding is acceptable")
         rule = fields["rule"]
         if rule != "*" and not any(k.upper().startswith(rule.upper()) or k == rule.lower() for k in known):
-            raise UsageError(f"{where}: rule {rule!r} matches no installed rule{_suggest(rule, known)}")
+            raise UsageError(f"{where}: rule {rule!r} matches no installed rule{_suggest(rule, known, SEE_RULES)}")
         out.append(Suppression(rule=rule, reason=fields["reason"], model=fields.get("model", "*"),
                                node=fields.get("node", "*"), target=fields.get("target", "*"),
                                base=base, origin=f"{origin} #{i}"))
@@ -313,13 +323,13 @@ def effective_config(
     pick("ignore", list(ignore), "--ignore", [])
     rules = load_rules()
     for key in ("select", "ignore"):
-        if eff.sources[key].startswith(eff.file or "\0"):
-            known = [r.id for r in rules] + [r.name for r in rules] + sorted({r.family_name() for r in rules})
+        if eff.file and eff.sources[key] == eff.file_source(key):
             for sel in eff.values[key]:
                 try:
                     select_rules(rules, [sel], None)
                 except UsageError:
-                    raise UsageError(f"{eff.file}: {key} {sel!r} matches no rule{_suggest(sel, known)}") from None
+                    raise UsageError(f"{eff.file}: {key} {sel!r} matches no rule"
+                                     f"{_suggest(sel, _rule_words(), SEE_RULES)}") from None
     pick("fail-level", fail_level, "--fail-level", "error")
     try:
         Severity.parse(eff.values["fail-level"])
@@ -332,7 +342,7 @@ def effective_config(
         rule = next((r for r in rules if r.id.upper() == key.upper() or r.name == key.lower()), None)
         if rule is None:
             known = [r.id for r in rules] + [r.name for r in rules]
-            raise UsageError(f"{eff.file}: severity: no rule {key!r}{_suggest(key, known)}")
+            raise UsageError(f"{eff.file}: severity: no rule {key!r}{_suggest(key, known, SEE_RULES)}")
         if not isinstance(value, str):
             raise UsageError(f"{eff.file}: severity.{key}: expected info, warning or error")
         try:

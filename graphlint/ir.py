@@ -293,6 +293,9 @@ class Model:
     stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
     # Graph input/output types as the file declares them, before shape inference filled gaps.
     declared_io: dict[str, tuple[str | None, Shape]] = field(default_factory=dict)
+    # Results the loader computed ahead, off the critical path, for rules that would compute
+    # them anyway: "onnx_checker" -> None (passes) or onnx.checker's message.
+    precomputed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def walk(self) -> Iterator[Node]:
         yield from self.graph.walk()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +20,44 @@ from graphlint.rule import Rule, Severity
 from graphlint.target import Target, resolve
 
 DEFAULT_TARGET = {"onnx": "trt", "openvino": "openvino"}
+# Seconds one model may take (load + every target); 0 disables. A 100k-node graph lints in
+# seconds, so this only ever stops a pathological graph or a runaway third-party rule.
+DEFAULT_TIME_BUDGET = 300.0
+
+
+class TimeBudgetExceeded(BaseException):
+    """Raised from SIGALRM when a model runs past its budget.
+
+    A BaseException (like KeyboardInterrupt) so that ``except Exception`` in loaders, rules
+    and the engine's crash guard cannot swallow it and keep going.
+    """
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Raise TimeBudgetExceeded in this thread once ``seconds`` have passed.
+
+    Uses a real-time interval timer, so it needs the main thread of a POSIX process and
+    interrupts Python code only (a long C++ call such as ONNX shape inference is stopped
+    when it returns). Elsewhere, or when the caller already has an alarm set, no budget.
+    """
+    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeBudgetExceeded
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:
+            signal.signal(signal.SIGALRM, old)
 
 
 @dataclass
@@ -30,6 +71,7 @@ class LintOptions:
     fail_level: str = "error"
     baseline: str | None = None
     on_model: Callable[[str], None] | None = None  # progress callback
+    time_budget: float = DEFAULT_TIME_BUDGET  # seconds per model, 0 = unlimited
     suppressions: list[Any] = field(default_factory=list)  # graphlint.config.Suppression, from configuration
     # per-model hook from the configuration: (path, target) -> (target with options, extra rule options)
     per_model: Callable[[str, Target], tuple[Target, dict[str, Any]]] | None = None
@@ -71,7 +113,11 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
         kind = "openvino" if path.lower().endswith(".xml") else "onnx"
         targets = explicit or [resolve(DEFAULT_TARGET[kind])]
         try:
-            results.extend(lint_model(path, targets, rules, opts))
+            with time_budget(opts.time_budget):
+                results.extend(lint_model(path, targets, rules, opts))
+        except TimeBudgetExceeded:
+            failures.append(LoadFailure(path, f"gave up after the time budget of {opts.time_budget:g} s per model "
+                                              f"(--time-budget); the graph may be pathological"))
         except InputError as e:
             failures.append(LoadFailure(path, e.problem))
         except GraphlintError as e:

@@ -40,6 +40,18 @@ CATALOGUE: dict[str, RewriteSpec] = {
         RewriteSpec("gridsample-mode-names", True,
                     "Rename GridSample-20 modes (linear/cubic) to the opset-16 names (bilinear/bicubic) for TensorRT.",
                     ("node",)),
+        RewriteSpec("attribute-to-input", True,
+                    "Move an attribute that became an input at the node's opset (axes, min/max, pads) into a "
+                    "constant input.", ("node", "attribute", "input")),
+        RewriteSpec("fuse-layernorm", True,
+                    "Replace a decomposed LayerNorm (ReduceMean/Sub/Pow/ReduceMean/Sqrt/Div) with "
+                    "LayerNormalization-17, whose statistics engines keep in fp32.", ("nodes", "axis", "epsilon")),
+        RewriteSpec("fuse-gelu", True,
+                    "Replace an erf or tanh GELU subgraph with Gelu-20 carrying the matching approximate attribute.",
+                    ("nodes", "approximate")),
+        RewriteSpec("keep-fp32", True,
+                    "Pin nodes to fp32 on an engine that infers in fp16 (OpenVINO rt_info "
+                    "disable_fp16_compression, TensorRT layer precision).", ("nodes",)),
         RewriteSpec("opset-upgrade", True,
                     "Convert the model to the given opset with onnx.version_converter after the drift fixes.",
                     ("opset",)),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import posixpath
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -108,7 +109,9 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        text = f"{self.rule_id}|{self.model}|{self.identity}"
+        # "./m.onnx" and "m.onnx" are the same model; baselines use structural anchors (graphlint.workflow)
+        model = posixpath.normpath(self.model.replace("\\", "/"))
+        text = f"{self.rule_id}|{model}|{self.identity}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def sort_key(self) -> tuple:

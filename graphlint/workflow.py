@@ -31,7 +31,7 @@ from graphlint.errors import UsageError
 from graphlint.ir import Graph, Model, Node, Tensor, Value
 from graphlint.lint import LintOptions
 from graphlint.report import Run
-from graphlint.rule import Finding
+from graphlint.rule import FAMILIES, Finding
 
 META_KEY = "graphlint:ignore"
 META_REASON_KEY = "graphlint:ignore-reason"
@@ -51,7 +51,8 @@ def rule_matches(f: Finding, sel: str) -> bool:
     from graphlint.registry import find_rule
 
     rule = find_rule(f.rule_id)
-    return rule is not None and rule.family_name() == s.lower()
+    family = rule.family_name() if rule is not None else FAMILIES.get(f.rule_id[:3], "other")
+    return family == s.lower()
 
 
 def node_matches(f: Finding, pattern: str) -> bool:

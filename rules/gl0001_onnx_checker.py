@@ -51,11 +51,16 @@ class OnnxChecker(Rule):
         proto = model.proto
         if proto is None:
             return
-        try:
-            onnx.checker.check_model(proto, full_check=False)
-            return
-        except Exception as e:  # ValidationError and friends
-            first = str(e).strip()
+        if "onnx_checker" in model.precomputed:  # the loader ran the checker in parallel
+            first = model.precomputed["onnx_checker"]
+            if first is None:
+                return
+        else:
+            try:
+                onnx.checker.check_model(proto, full_check=False)
+                return
+            except Exception as e:  # ValidationError and friends
+                first = str(e).strip()
         yield from self._all_errors(model, ctx, first)
 
     def _all_errors(self, model: Model, ctx: RuleContext, first: str) -> Iterator[Finding]:

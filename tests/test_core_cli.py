@@ -128,4 +128,4 @@ def test_text_report_groups_by_node(tmp_path):
     r = run_cli(p, "--target", "trt", "--select", "GL0003")
     assert "'fast_gelu' (FastGelu)" in r.out
     assert "\x1b[" not in r.out  # no colour when not a TTY
-    assert r.out.strip().splitlines()[-1].startswith("Found 1 errors")
+    assert r.out.strip().splitlines()[-1].startswith("Found 1 error,")

@@ -110,3 +110,35 @@ def test_pack_rule_runs_and_points_at_the_xml_line(pack_site, core_models, tmp_p
     got = sorted(res["locations"][0]["physicalLocation"]["region"]["startLine"] for res in results)
     assert got == conv_lines
     assert all(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "convnet.xml" for res in results)
+
+
+def test_rules_see_only_the_dialects_they_declare(core_models):  # noqa: F811
+    """An ONNX-semantics rule asking for 'Add' must not fire on OpenVINO's 'Add' layers."""
+    from graphlint.engine import run_rules
+    from graphlint.ir import ONNX, OPENVINO
+    from graphlint.load import load_model
+    from graphlint.rule import Rule
+    from graphlint.target import resolve
+
+    def make(dialect: str) -> type[Rule]:
+        class AnyAdd(Rule):
+            """Flags Add."""
+
+            id = "TEST001"
+            name = "any-add"
+            dialects = frozenset({dialect})
+            op_types = frozenset({"Add"})
+
+            def check_node(self, node, ctx):
+                yield ctx.finding(node, "add")
+
+        return AnyAdd
+
+    ir = load_model(os.path.join(core_models, "convnet.xml"))
+    onnx_model = load_model(os.path.join(core_models, "convnet_opset17.onnx"))
+    target = resolve("openvino")
+    adds_ir = [n for n in ir.graph.nodes if n.op_type == "Add"]
+    assert adds_ir, "the IR has Add layers"
+    assert run_rules(ir, target, [make(ONNX)]).findings == []
+    assert len(run_rules(ir, target, [make(OPENVINO)]).findings) == len(adds_ir)
+    assert run_rules(onnx_model, target, [make(OPENVINO)]).findings == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from graphlint.errors import InputError
 from graphlint.ir import Model
@@ -12,10 +13,19 @@ SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
 
 def load_model(path: str) -> Model:
     """Load ``path`` by its suffix; raise InputError with one clear line when it cannot be read."""
-    if os.path.isdir(path):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except PermissionError:
+        raise InputError(path, "permission denied") from None
+    except (OSError, ValueError) as e:  # ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
+        raise InputError(path, f"cannot read ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(path, "is a directory, not a model file")
-    if not os.path.exists(path):
-        raise InputError(path, "no such file")
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO would block the read forever and /dev/zero never ends: regular files only.
+        raise InputError(path, "is not a regular file (device, FIFO or socket)")
     kind = SUFFIXES.get(os.path.splitext(path)[1].lower())
     if kind == "onnx":
         from graphlint.load import onnx_loader

@@ -40,8 +40,13 @@ def parse_ref(entries: dict[str, str]) -> ExternalRef:
     return ExternalRef(entries.get("location", ""), offset, length)
 
 
-def resolve(model_dir: str, ref: ExternalRef, expected_bytes: int | None) -> str:
-    """Return the real path of the data file, or raise ExternalDataRefused saying why."""
+def resolve(model_dir: str, ref: ExternalRef, expected_bytes: int | None, also_root: str | None = None) -> str:
+    """Return the real path of the data file, or raise ExternalDataRefused saying why.
+
+    ``also_root`` is the folder the model file itself really lives in, when the model path
+    is a symlink: Hugging Face caches link ``snapshots/<rev>/model.onnx`` and its data file
+    into ``blobs/``, and data next to the real model file is as trusted as the model.
+    """
     loc = ref.location
     if not loc:
         raise ExternalDataRefused("external data has no location")
@@ -51,7 +56,8 @@ def resolve(model_dir: str, ref: ExternalRef, expected_bytes: int | None) -> str
         raise ExternalDataRefused(f"absolute location {loc!r} is outside the model folder")
     root = os.path.realpath(model_dir)
     real = os.path.realpath(os.path.join(root, loc))
-    if os.path.commonpath([root, real]) != root:
+    roots = {root, os.path.realpath(also_root)} if also_root else {root}
+    if not any(os.path.commonpath([r, real]) == r for r in roots):
         kind = "symlink" if ".." not in loc.replace("\\", "/").split("/") else "'..' path"
         raise ExternalDataRefused(f"location {loc!r} ({kind}) resolves outside the model folder")
     try:

@@ -18,15 +18,16 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from graphlint import dtypes
-from graphlint.errors import InputError
+from graphlint.errors import DataError, InputError
 from graphlint.ir import ONNX, ONNX_DOMAIN, Graph, LoadIssue, Model, Node, Tensor, Value, norm_domain
-from graphlint.load import external
+from graphlint.load import external, shape_infer
 
 # Newest IR version this onnx build understands; newer files may parse but mean other things.
 MAX_IR_VERSION = onnx.IR_VERSION
 
 
-def parse(path: str) -> onnx.ModelProto:
+def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
+    """Parse ``path``; ``keep`` receives the file bytes (shape inference takes them as they are)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -44,7 +45,12 @@ def parse(path: str) -> onnx.ModelProto:
     try:
         proto.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as e:
+        if "MaxDepth" in str(e):  # upb's nesting limit (100 messages, about 30 nested If/Loop bodies)
+            raise InputError(path, "nested deeper than protobuf's limit of 100 messages (If/Loop bodies "
+                                   "inside bodies); onnx and ONNX Runtime cannot load it either") from None
         raise InputError(path, f"not a valid ONNX protobuf ({str(e).splitlines()[0] or 'decode error'})") from None
+    if keep is not None:
+        keep.append(data)
     del data
     if not proto.HasField("graph") or (proto.ir_version <= 0 and not proto.opset_import):
         raise InputError(path, "parses as protobuf but is not an ONNX ModelProto (no graph or ir_version)")
@@ -105,19 +111,46 @@ def _dims(type_proto: Any) -> tuple[str | None, tuple | None]:
     return dtype, tuple(shape)
 
 
+def _count(dims: Any) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 def _embedded_tensor(tp: onnx.TensorProto) -> Tensor:
     dtype = dtypes.onnx_dtype(tp.data_type) or f"onnx:{tp.data_type}"
-    return Tensor(tp.name, dtype, tuple(tp.dims), lambda: onnx.numpy_helper.to_array(tp))
+
+    def read() -> np.ndarray:
+        # to_array reshapes the data it has (never allocates the declared size); a mismatch
+        # between dims and data, or an unknown type, becomes the documented DataError.
+        try:
+            return onnx.numpy_helper.to_array(tp)
+        except UnicodeDecodeError:  # string tensors need not be UTF-8: keep the bytes
+            strings = np.empty(len(tp.string_data), dtype=object)
+            strings[:] = list(tp.string_data)
+            if strings.size == _count(tp.dims):
+                return strings.reshape(tuple(tp.dims))
+            raise DataError(f"tensor {tp.name!r} declares {list(tp.dims)} but holds {strings.size} strings") from None
+        except Exception as e:
+            raise DataError(f"tensor {tp.name!r} data cannot be read: {_first_line(e)}") from None
+
+    return Tensor(tp.name, dtype, tuple(tp.dims), read)
 
 
 class _Converter:
     def __init__(self, path: str, proto: onnx.ModelProto, issues: list[LoadIssue]) -> None:
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
+        self.real_dir = os.path.dirname(os.path.realpath(path))  # differs when the model is a symlink
         self.proto = proto
         self.issues = issues
         self.opsets = {norm_domain(o.domain): o.version for o in proto.opset_import}
         self.value_info: dict[str, Any] = {}
+        # (graph, GraphProto, initializer fallback types) per non-function graph, in BFS order;
+        # apply_types() reads their (possibly just merged) value_info.
+        self.typed: list[tuple[Graph, Any, list[tuple[Value, str | None, tuple | None]]]] = []
+        self._types: dict[bytes, tuple] = {}  # serialized TypeProto -> (dtype, shape), shared tuples
 
     def tensor(self, tp: onnx.TensorProto, graph_path: str) -> Tensor:
         if tp.data_location != onnx.TensorProto.EXTERNAL:
@@ -131,7 +164,7 @@ class _Converter:
         expected = n * np_dtype.itemsize if np_dtype is not None else None
         try:
             ref = external.parse_ref({e.key: e.value for e in tp.external_data})
-            real = external.resolve(self.dir, ref, expected)
+            real = external.resolve(self.dir, ref, expected, also_root=self.real_dir)
         except external.ExternalDataRefused as e:
             self.issues.append(
                 LoadIssue("external-data", f"external data of {tp.name!r} refused: {e}", value=tp.name,
@@ -145,7 +178,7 @@ class _Converter:
         )
         return Tensor(tp.name, dtype, shape, read, location=f"external:{ref.location}", nbytes=expected)
 
-    def convert(self) -> tuple[Graph, dict[tuple[str, str], Graph]]:
+    def convert(self, types: bool = True) -> tuple[Graph, dict[tuple[str, str], Graph]]:
         main = Graph(self.proto.graph.name or "main", "main")
         queue: deque[tuple[Graph, Any, dict[str, int]]] = deque([(main, self.proto.graph, self.opsets)])
         functions: dict[tuple[str, str], Graph] = {}
@@ -157,7 +190,26 @@ class _Converter:
         while queue:
             graph, gp, opsets = queue.popleft()
             self._fill(graph, gp, opsets, queue)
+        if types:
+            self.apply_types()
         return main, functions
+
+    def apply_types(self) -> None:
+        """Value types from value_info/inputs/outputs (later wins), else from initializers."""
+        cache = self._types
+        for graph, gp, fallback in self.typed:
+            value = graph.value
+            for vi in (*gp.value_info, *gp.input, *gp.output):
+                t = vi.type
+                key = t.SerializeToString()  # one C call; decoding dims field by field is 5x dearer
+                r = cache.get(key)
+                if r is None:
+                    r = cache[key] = _dims(t)
+                v = value(vi.name)
+                v.dtype, v.shape = r
+            for v, dtype, shape in fallback:
+                if v.dtype is None:
+                    v.dtype, v.shape = dtype, shape
 
     def _fill(self, graph: Graph, gp: Any, opsets: dict[str, int], queue: deque) -> None:
         is_function = isinstance(gp, onnx.FunctionProto)
@@ -168,20 +220,20 @@ class _Converter:
                 v.is_input = True
                 graph.inputs.append(v)
         else:
+            # Types come later, from apply_types(): shape inference may still be running.
             for vi in (*gp.value_info, *gp.input, *gp.output):
-                v = value(vi.name)
-                v.dtype, v.shape = _dims(vi.type)
+                value(vi.name)
+            fallback: list[tuple[Value, str | None, tuple | None]] = []
             for tp in gp.initializer:
                 v = value(tp.name)
                 v.const = self.tensor(tp, graph.path)
-                if v.dtype is None:
-                    v.dtype, v.shape = v.const.dtype, v.const.shape
+                fallback.append((v, v.const.dtype, v.const.shape))
             for sp in gp.sparse_initializer:
                 v = value(sp.values.name)
                 dt = dtypes.onnx_dtype(sp.values.data_type)
                 v.const = Tensor(sp.values.name, dt or "?", tuple(sp.dims), None, location="sparse")
-                if v.dtype is None:
-                    v.dtype, v.shape = dt, tuple(sp.dims)
+                fallback.append((v, dt, tuple(sp.dims)))
+            self.typed.append((graph, gp, fallback))
             for vi in gp.input:
                 v = value(vi.name)
                 v.is_input = True
@@ -192,8 +244,12 @@ class _Converter:
             graph.outputs.append(v)
 
         nodes = graph.nodes
+        values = graph.values
+        path = graph.path
         for i, np_ in enumerate(gp.node):
-            domain = norm_domain(np_.domain)
+            domain = np_.domain
+            if domain in ("", "ai.onnx"):  # norm_domain, inlined: this loop runs once per node
+                domain = ONNX_DOMAIN
             node = Node(
                 np_.op_type,
                 np_.name,
@@ -202,12 +258,17 @@ class _Converter:
                 dialect=ONNX,
                 domain=domain,
                 opset=opsets.get(domain),
-                decode=_attr_decoder(np_, self, graph.path),
+                decode=_LazyAttrs(np_, self, path),
             )
-            node.inputs = [value(n) if n else None for n in np_.input]
-            for v in node.inputs:
-                if v is not None:
+            ins: list[Value | None] = []
+            for n in np_.input:
+                if n:
+                    v = values.get(n) or value(n)
                     v.consumers.append(node)
+                    ins.append(v)
+                else:
+                    ins.append(None)
+            node.inputs = ins
             outs = []
             for n in np_.output:
                 v = value(n) if n else Value("", graph)
@@ -224,11 +285,35 @@ class _Converter:
             if node.op_type == "Constant" and domain == ONNX_DOMAIN and outs:
                 outs[0].const = _constant_tensor(np_, self, graph.path)
             nodes.append(node)
+        self._duplicate_names(graph)
+
+    def _duplicate_names(self, graph: Graph) -> None:
+        """ONNX requires node names unique per graph; reports and engines key layers by them."""
+        seen: dict[str, Node] = {}
+        for node in graph.nodes:
+            if node.name and seen.setdefault(node.name, node) is not node:
+                self.issues.append(LoadIssue(
+                    "duplicate-node-name",
+                    f"node {node.name!r} ({node.op_type}) reuses the name of node #{seen[node.name].index}; "
+                    f"ONNX requires node names to be unique within a graph",
+                    node=node, graph_path=graph.path))
 
     def _sub(self, node: Node, attr: str, gp: onnx.GraphProto, opsets: dict[str, int], queue: deque) -> None:
         sub = Graph(gp.name or attr, f"{node.graph.path}/{node.label}/{attr}", owner=node)
         node.subgraphs[attr] = sub
         queue.append((sub, gp, opsets))
+
+
+class _LazyAttrs:
+    """A node's attribute decoder: a slotted object costs a third of a closure per node."""
+
+    __slots__ = ("conv", "graph_path", "np_")
+
+    def __init__(self, np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> None:
+        self.np_, self.conv, self.graph_path = np_, conv, graph_path
+
+    def __call__(self) -> dict[str, Any]:
+        return _attr_decoder(self.np_, self.conv, self.graph_path)()
 
 
 def _attr_decoder(np_: onnx.NodeProto, conv: _Converter, graph_path: str):
@@ -282,12 +367,36 @@ def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> 
 
 
 def load(path: str, *, infer: bool = True) -> Model:
-    proto = parse(path)
+    keep: list[bytes] = []
+    proto = parse(path, keep=keep)
+    data = keep.pop()
     issues: list[LoadIssue] = []
     declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
-    inferred = infer_shapes(proto, issues) if infer else proto
-    conv = _Converter(path, inferred, issues)
-    main, functions = conv.convert()
+    precomputed: dict[str, Any] = {}
+    pending = shape_infer.start(data, len(proto.graph.node), infer_shapes, check=True) if infer else None
+    if pending is not None:
+        # Inference (then onnx.checker) runs in a child while this process builds the IR.
+        del data
+        conv = _Converter(path, proto, issues)
+        main, functions = conv.convert(types=False)
+        result = pending.join() or shape_infer._work(proto.SerializeToString(), infer_shapes, False)
+        parts, inference_issues, verdict = result
+        issues[:0] = inference_issues  # same order as in-process: inference issues first
+        if parts is not None:
+            shape_infer.merge([gp for _, gp, _ in conv.typed], parts)
+        conv.apply_types()
+        inferred = proto
+        if verdict != shape_infer.NOT_CHECKED:
+            precomputed["onnx_checker"] = verdict or None
+    else:
+        # onnx's infer_shapes takes the file bytes as they are: no re-serialization.
+        inferred = infer_shapes(data, issues) if infer else proto  # type: ignore[arg-type]
+        del data
+        if not isinstance(inferred, onnx.ModelProto):  # inference gave up and returned its input
+            inferred = proto
+        proto = inferred  # drop the uninferred copy now (same header fields)
+        conv = _Converter(path, inferred, issues)
+        main, functions = conv.convert()
     model = Model(
         path=path,
         format="onnx",
@@ -302,5 +411,6 @@ def load(path: str, *, infer: bool = True) -> Model:
         issues=issues,
         proto=inferred,
         declared_io=declared,
+        precomputed=precomputed,
     )
     return model

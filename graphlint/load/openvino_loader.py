@@ -28,6 +28,16 @@ from graphlint.errors import DataError, InputError
 from graphlint.ir import OPENVINO, Graph, LoadIssue, Model, Node, SourceLoc, Tensor, Value
 
 BODY_TAGS = {"body", "then_body", "else_body"}
+# Real IR nests about 6 elements per body level and rt_info 2-4 deep; these caps keep
+# hostile nesting from costing quadratic time and memory (graph paths and rt_info keys
+# grow with depth) while a few hundred nested Loop/If bodies still load.
+MAX_XML_DEPTH = 4096
+MAX_BODY_DEPTH = 512
+MAX_RT_DEPTH = 16
+
+
+class _TooDeep(Exception):
+    """Raised from the SAX handler; parse_xml turns it into an InputError."""
 
 
 def _dim(text: str) -> int | None:
@@ -91,6 +101,8 @@ class _Handler(xml.sax.ContentHandler):
         a = dict(attrs)
         parent = self._stack[-1] if self._stack else None
         self._stack.append(tag)
+        if len(self._stack) > MAX_XML_DEPTH:
+            raise _TooDeep(f"XML elements nested deeper than {MAX_XML_DEPTH} levels")
         layer = self._layers[-1] if self._layers else None
         if tag == "rt_info" or self._rt_path:
             self._rt_info(tag, a, layer)
@@ -105,6 +117,8 @@ class _Handler(xml.sax.ContentHandler):
             ctx = _GraphCtx(f"{self._graphs[-1].path}/{layer.name or layer.lid}/{tag}")
             layer.bodies[tag] = ctx
             self._graphs.append(ctx)
+            if len(self._graphs) > MAX_BODY_DEPTH + 1:
+                raise _TooDeep(f"layer bodies nested deeper than {MAX_BODY_DEPTH} levels")
         elif tag == "edge" and parent == "edges":
             line = self.locator.getLineNumber() if self.locator else 0
             self._graphs[-1].edges.append(
@@ -124,7 +138,7 @@ class _Handler(xml.sax.ContentHandler):
         # <rt_info><attribute name="layout" layout="[N,C,H,W]"/></rt_info> -> {"layout": "[N,C,H,W]"};
         # nested model info (<conversion_parameters><framework value=.../>) -> "conversion_parameters/framework".
         self._rt_path.append(a.get("name", tag))
-        if len(self._rt_path) == 1:
+        if len(self._rt_path) == 1 or len(self._rt_path) > MAX_RT_DEPTH:
             return
         vals = [v for k, v in a.items() if k not in ("name", "version")]
         if not vals:
@@ -165,6 +179,8 @@ def parse_xml(path: str) -> _Handler:
         raise InputError(path, "is a directory, not a model file") from None
     except PermissionError:
         raise InputError(path, "permission denied") from None
+    except _TooDeep as e:
+        raise InputError(path, f"{e}; refusing to analyse it") from None
     except DefusedXmlException as e:
         raise InputError(path, f"unsafe XML refused ({type(e).__name__}: DTDs and entities are not allowed in OpenVINO IR)") from None
     except xml.sax.SAXParseException as e:
@@ -194,14 +210,22 @@ class _Bin:
         dtype = dtypes.ov_dtype(layer.attrs.get("element_type")) or "?"
         shape_s = layer.attrs.get("shape", "")
         shape = tuple(int(s) for s in shape_s.replace(" ", "").split(",") if s.strip().lstrip("-").isdigit())
+        name = layer.name or layer.lid
         try:
             offset, size = int(layer.attrs.get("offset", "0")), int(layer.attrs.get("size", "0"))
         except ValueError:
             offset, size = -1, -1
-        name = layer.name or layer.lid
         if self.missing:
             return Tensor(name, dtype, shape, None, location="bin:missing")
-        if offset < 0 or size < 0 or offset + size > (self.size or 0):
+        if offset < 0 or size < 0:
+            self.issues.append(LoadIssue(
+                "bin-range",
+                f"Const layer {name!r} (id {layer.lid}) has an invalid offset {layer.attrs.get('offset')!r} "
+                f"or size {layer.attrs.get('size')!r}",
+                node=node, line=layer.line,
+            ))
+            return Tensor(name, dtype, shape, None, location="bin:out-of-range")
+        if offset + size > (self.size or 0):
             self.issues.append(LoadIssue(
                 "bin-range",
                 f"Const layer {name!r} (id {layer.lid}) reads bytes {offset}..{offset + size} "
@@ -226,6 +250,15 @@ class _Bin:
 
 
 def _build(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue]) -> None:
+    """Build ``graph`` and its bodies from a work list (no recursion, however deep they nest)."""
+    work = [(ctx, graph)]
+    while work:
+        c, g = work.pop()
+        _build_one(c, g, file, weights, issues, work)
+
+
+def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue],
+               work: list[tuple[_GraphCtx, Graph]]) -> None:
     nodes: dict[str, Node] = {}
     port_values: dict[tuple[str, str], Value] = {}
     layers: dict[str, _Layer] = {}
@@ -264,7 +297,7 @@ def _build(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[
         for tag, body in lay.bodies.items():
             sub = Graph(tag, body.path, owner=node)
             node.subgraphs[tag] = sub
-            _build(body, sub, file, weights, issues)
+            work.append((body, sub))
 
     # Inputs in port order; edges to unknown layers/ports are reported, not trusted.
     slots: dict[str, dict[str, Value | None]] = {lid: {p.pid: None for p in lay.inputs} for lid, lay in layers.items()}

@@ -32,6 +32,10 @@ def render_text(run: Run, *, color: bool = False) -> str:
         m = res.model
         head = f"{m.path} ({m.format}, {res.stats.get('nodes', m.node_count)} nodes) -> {res.target.title}"
         lines.append(style(head, bold=True))
+        part = res.stats.get("partition")
+        if part:  # set by GL110 (rules/gl110_partition.py)
+            lines.append(f"  partition: {part['supported_pct']}% of {part['nodes']} nodes supported, "
+                         f"{part['islands']} island(s), {part['unsupported_islands']} unsupported")
         if not findings:
             lines.append("  no findings")
         for (node, op), group in groupby(findings, key=lambda f: (f.node, f.op_type)):
@@ -48,14 +52,19 @@ def render_text(run: Run, *, color: bool = False) -> str:
         lines.append("")
     c = run.counts()
     fixable = sum(1 for f in run.findings() if f.rewrite)
-    parts = [f"{c.get('error', 0)} errors", f"{c.get('warning', 0)} warnings", f"{c.get('info', 0)} infos"]
-    summary = f"Found {', '.join(parts)} in {len(run.results)} model(s)"
+    parts = [_count(c.get("error", 0), "error"), _count(c.get("warning", 0), "warning"),
+             _count(c.get("info", 0), "info")]
+    summary = f"Found {', '.join(parts)} in {_count(len(run.results), 'model')}"
     if fixable:
         summary += f"; {fixable} fixable with 'graphlint fix'"
     if c.get("suppressed"):
         summary += f"; {c['suppressed']} suppressed"
     if run.failures:
-        summary += f"; {len(run.failures)} model(s) could not be read"
+        summary += f"; {_count(len(run.failures), 'model')} could not be read"
     lines.append(summary + ".")
     lines.extend(run.notes)
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

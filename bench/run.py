@@ -1,0 +1,186 @@
+"""Measure graphlint against onnx's own tools, as whole processes, in the same run.
+
+Each command runs as a fresh process (``subprocess.Popen`` + ``os.wait4``, whose rusage
+gives that child's own peak RSS and CPU time). Commands of a scenario run interleaved,
+round-robin, ``--runs`` times, so background load hits baseline and graphlint alike;
+the report shows medians and the ratios the performance goals are stated in:
+
+    big100k   100k nodes, every rule, --target trt:  wall <= 1.0x (onnx.load + checker +
+              infer_shapes(data_prop=True)),  peak RSS <= 2x bare onnx.load
+    weights   ~5k nodes with ~0 / 200 MB / 2 GB external weights: wall and RSS flat (<= 1.10x)
+    openvino  OpenVINO IR with tens of thousands of layers vs openvino's read_model
+    ci        several mid-size models in one graphlint call vs one process running
+              load + checker + infer_shapes over the same files
+
+    python bench/make_models.py          # once (about 3 minutes, mostly the OpenVINO IR)
+    python bench/run.py                  # every scenario, 5 runs each
+    python bench/run.py big100k --runs 3 --stats
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+
+ONNX_LOAD = "import onnx,sys; onnx.load(sys.argv[1])"
+ONNX_LOAD_NOEXT = "import onnx,sys; onnx.load(sys.argv[1], load_external_data=False)"
+# What "onnx's own checker" costs for a user: load, check, infer shapes with data propagation.
+ONNX_CHECK = (
+    "import onnx,sys\n"
+    "for p in sys.argv[1:]:\n"
+    "    m = onnx.load(p, load_external_data=False)\n"
+    "    onnx.checker.check_model(m)\n"
+    "    onnx.shape_inference.infer_shapes(m, data_prop=True)\n"
+)
+OV_READ = "import openvino as ov,sys; ov.Core().read_model(sys.argv[1])"
+
+
+@dataclass
+class Sample:
+    wall: float  # seconds
+    cpu: float  # user + sys seconds of the child
+    rss_mb: float  # peak resident set of the child
+
+
+def measure(cmd: list[str], cwd: str) -> Sample:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.stderr:
+        proc.stderr.close()
+    if proc.returncode not in (0, 1):  # graphlint exits 1 when it has findings
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err[-2000:]}")
+    return Sample(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+
+
+def graphlint(*args: str) -> list[str]:
+    return [PY, "-m", "graphlint", *args, "-f", "json"]
+
+
+def py(code: str, *args: str) -> list[str]:
+    return [PY, "-c", code, *args]
+
+
+def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
+    """Label -> command for one scenario (paths relative to the models folder ``d``)."""
+    if name == "big100k":
+        return {
+            "onnx.load": py(ONNX_LOAD, "big100k.onnx"),
+            "onnx check+infer": py(ONNX_CHECK, "big100k.onnx"),
+            "graphlint trt": graphlint("big100k.onnx", "--target", "trt"),
+            "graphlint trt+ort+ov": graphlint("big100k.onnx", "-t", "trt", "-t", "ort", "-t", "openvino"),
+        }
+    if name == "weights":
+        out = {}
+        for w in ("w0", "w200m", "w2g"):
+            out[f"graphlint {w}"] = graphlint(f"{w}.onnx", "--target", "trt")
+        out["onnx check+infer w2g"] = py(ONNX_CHECK, "w2g.onnx")
+        return out
+    if name == "openvino":
+        return {
+            "openvino read_model": py(OV_READ, "ov_large.xml"),
+            "graphlint ov": graphlint("ov_large.xml", "--target", "openvino"),
+        }
+    if name == "ci":
+        files = sorted(f for f in os.listdir(d) if f.startswith("ci") and f.endswith(".onnx"))
+        return {
+            "onnx check+infer xN": py(ONNX_CHECK, *files),
+            "graphlint xN": graphlint(*files, "--target", "trt"),
+        }
+    raise SystemExit(f"unknown scenario {name!r}")
+
+
+# (numerator, denominator, metric, goal) per scenario; goal None = informative only.
+RATIOS = {
+    "big100k": [
+        ("graphlint trt", "onnx check+infer", "wall", 1.0),
+        ("graphlint trt", "onnx check+infer", "cpu", 1.0),
+        ("graphlint trt", "onnx.load", "rss_mb", 2.0),
+        ("graphlint trt+ort+ov", "onnx check+infer", "wall", None),
+        ("graphlint trt+ort+ov", "onnx.load", "rss_mb", None),
+        ("onnx check+infer", "onnx.load", "wall", None),
+    ],
+    "weights": [
+        ("graphlint w200m", "graphlint w0", "wall", 1.1),
+        ("graphlint w2g", "graphlint w0", "wall", 1.1),
+        ("graphlint w200m", "graphlint w0", "rss_mb", 1.1),
+        ("graphlint w2g", "graphlint w0", "rss_mb", 1.1),
+        ("graphlint w2g", "onnx check+infer w2g", "wall", None),
+    ],
+    "openvino": [
+        ("graphlint ov", "openvino read_model", "wall", None),
+        ("graphlint ov", "openvino read_model", "rss_mb", None),
+    ],
+    "ci": [
+        ("graphlint xN", "onnx check+infer xN", "wall", 1.0),
+        ("graphlint xN", "onnx check+infer xN", "rss_mb", None),
+    ],
+}
+
+
+def run_scenario(name: str, d: str, runs: int) -> dict:
+    cmds = scenario_cmds(name, d)
+    samples: dict[str, list[Sample]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        for label, cmd in cmds.items():  # interleaved: load spikes hit every command alike
+            samples[label].append(measure(cmd, d))
+    med = {
+        label: {m: statistics.median(getattr(s, m) for s in ss) for m in ("wall", "cpu", "rss_mb")}
+        for label, ss in samples.items()
+    }
+    print(f"\n== {name} (median of {runs})")
+    for label, m in med.items():
+        print(f"  {label:<26} wall {m['wall']:7.2f} s   cpu {m['cpu']:7.2f} s   peak RSS {m['rss_mb']:8.0f} MB")
+    ratios = []
+    for num, den, metric, goal in RATIOS[name]:
+        r = med[num][metric] / med[den][metric]
+        verdict = "" if goal is None else ("  ok" if r <= goal else "  OVER GOAL")
+        goal_s = f"(goal <= {goal:.2f})" if goal is not None else ""
+        print(f"  {metric:<6} {num} / {den} = {r:5.2f} {goal_s}{verdict}")
+        ratios.append({"num": num, "den": den, "metric": metric, "ratio": round(r, 3), "goal": goal})
+    return {"scenario": name, "runs": runs, "median": med, "ratios": ratios}
+
+
+def show_stats(d: str) -> None:
+    """One --stats run of the big model, so the phase breakdown sits beside the ratios."""
+    cmd = [PY, "-m", "graphlint", "big100k.onnx", "--target", "trt", "-f", "json", "--stats"]
+    proc = subprocess.run(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    print("\n== graphlint --stats big100k.onnx --target trt")
+    print(proc.stderr.rstrip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenarios", nargs="*", default=list(RATIOS), help=f"default: {' '.join(RATIOS)}")
+    ap.add_argument("--models", default=os.path.join(HERE, "out"), help="folder make_models.py wrote")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--stats", action="store_true", help="also print graphlint --stats for big100k")
+    ap.add_argument("--json", help="write medians and ratios to this file")
+    args = ap.parse_args(argv)
+    d = os.path.abspath(args.models)
+    if not os.path.exists(os.path.join(d, "big100k.onnx")):
+        raise SystemExit(f"no models in {d}: run bench/make_models.py --out {d} first")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
+    results = [run_scenario(s, d, args.runs) for s in args.scenarios]
+    if args.stats:
+        show_stats(d)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1181 @@
+"""Symbolic shape analysis and constant-value analysis over the IR (analysis ``"shapes"``).
+
+The ONNX loader already ran ``onnx.shape_inference`` with data propagation. This pass walks
+the main graph once more, in order, and:
+
+* computes every value's shape as polynomials over dim symbols (:mod:`.symbolic`), so a
+  Reshape fed by ``Shape -> Gather -> Concat`` gets ``[batch, seq + 16, 32]`` instead of
+  unknowns, and contrib ops (SkipLayerNormalization, Attention, QuickGelu...) that ONNX
+  inference skips get shapes too;
+* folds small constant subgraphs with numpy and tracks 1-D int "shape values" symbolically
+  (the data propagation TensorRT calls shape tensors), and which values are build-time constants;
+* records *events* where an op needs two dims to agree: two different symbols (``mismatch``),
+  a symbol forced to a number (``pinned``), two different numbers (``conflict``), or a
+  Reshape whose element count cannot match (``reshape``). The GL3xx rules read these.
+
+Where values stay unknown after the pass, ``onnxruntime.tools.symbolic_shape_infer`` runs as
+a fallback; if it crashes, the crash is kept (``ort_error``) for a finding, never raised.
+The same pass with every symbol bound to a number (:func:`evaluate`) checks a concrete input
+shape, which is how ``--shapes`` profiles are checked. Counts go to ``model.stats``:
+``shape_values``, ``shape_unknown_onnx``, ``shape_unknown_graphlint``, ``shape_unknown_final``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphlint import dtypes
+from graphlint.analysis import analysis
+from graphlint.analysis.symbolic import ONE, Poly, product, to_poly
+from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
+
+SDim = Poly | None
+SShape = tuple[SDim, ...] | None
+MAX_CONST = 4096  # elements: larger constants are never folded or read for analysis
+MAX_SVAL = 64  # longest 1-D int tensor tracked symbolically
+ORT_FALLBACK_MAX_NODES = 20000
+INT_MAX = 2**62  # ONNX "to the end" sentinels (INT64_MAX) are anything above this
+
+
+_PLACEHOLDER = re.compile(r"^unk__\d+$")
+
+
+def is_placeholder(d: object) -> bool:
+    """ONNX shape inference names dims it cannot compute ``unk__N``: unknown, not a symbol."""
+    return isinstance(d, str) and d.startswith("unk__") and _PLACEHOLDER.match(d) is not None
+
+
+def unnamed_symbol(inp: str, axis: int) -> str:
+    """Symbol standing for an input dim the model leaves unnamed (distinct per input and axis)."""
+    return f"{inp}[{axis}]?"
+
+
+@dataclass
+class Event:
+    """An op needs two dims to agree. ``kind``: mismatch | pinned | conflict | reshape."""
+
+    kind: str
+    node: Node
+    a: Poly
+    b: Poly
+    va: Value | None = None
+    vb: Value | None = None
+    axis: int | None = None
+
+
+@dataclass
+class ShapeFacts:
+    shapes: dict[Value, SShape] = field(default_factory=dict)
+    consts: dict[Value, np.ndarray] = field(default_factory=dict)
+    svals: dict[Value, list[SDim]] = field(default_factory=dict)
+    build_const: set[Value] = field(default_factory=set)  # computed from constants only
+    events: list[Event] = field(default_factory=list)
+    origins: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # symbol -> (input, axis)
+    ort_error: str | None = None
+    unknown: list[Value] = field(default_factory=list)  # values whose shape stayed (partly) unknown
+    # graph outputs whose declared shape disagrees with what the graph computes: (value, declared, computed)
+    output_conflicts: list[tuple[Value, SShape, SShape]] = field(default_factory=list)
+    env: Mapping[str, int] | None = None
+
+    def shape(self, v: Value | None) -> SShape:
+        if v is None:
+            return None
+        s = self.shapes.get(v)
+        if s is None and v.const is not None:  # constants: from their declared dims, on first use
+            s = self.shapes[v] = tuple(Poly.const(d) for d in v.const.shape)
+        return s
+
+    def const(self, v: Value | None) -> np.ndarray | None:
+        """The value's numpy data if it is a small build-time constant."""
+        if v is None:
+            return None
+        a = self.consts.get(v)
+        if a is None and v.const is not None and v.const.size <= MAX_CONST:
+            try:
+                a = np.asarray(v.const.numpy())
+            except Exception:  # unreadable weights are GL0005's concern
+                return None
+            self.consts[v] = a
+        return a
+
+    def is_build_constant(self, v: Value | None) -> bool:
+        return v is not None and (v.const is not None or v in self.build_const)
+
+    def sval(self, v: Value | None) -> list[SDim] | None:
+        """A 1-D (or scalar) int tensor's elements as dims, when known."""
+        if v is None:
+            return None
+        s = self.svals.get(v)
+        if s is not None:
+            return s
+        a = self.const(v)
+        if a is not None and a.ndim <= 1 and a.size <= MAX_SVAL and a.dtype.kind in "iu":
+            s = [Poly.const(int(x)) for x in a.reshape(-1)]
+            self.svals[v] = s
+            return s
+        return None
+
+    def inputs_of(self, symbols: frozenset[str]) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for s in sorted(symbols):
+            out.extend(self.origins.get(s, ()))
+        return out
+
+
+def dim_text(d: SDim) -> str:
+    return "?" if d is None else str(d)
+
+
+def shape_text(s: SShape) -> str:
+    return "[?]" if s is None else "[" + ", ".join(dim_text(d) for d in s) + "]"
+
+
+# ------------------------------------------------------------------------------------
+# the pass
+
+
+class _Pass:
+    def __init__(self, model: Model, env: Mapping[str, int] | None) -> None:
+        self.model = model
+        self.env = env
+        self.f = ShapeFacts(env=env)
+
+    def base(self, v: Value) -> SShape:
+        if v.shape is None:
+            return None
+        dims = tuple(None if is_placeholder(d) else to_poly(d) for d in v.shape)
+        if self.env:
+            dims = tuple(None if d is None else d.subs(self.env) for d in dims)
+        return dims
+
+    def declared(self, v: Value, base: SShape) -> SShape:
+        """A graph output's shape as the file declares it (before inference merged into it)."""
+        io = getattr(self.model, "declared_io", {}).get(v.name)
+        if io is None:
+            return base
+        shape = io[1]
+        return None if shape is None else tuple(None if is_placeholder(d) else to_poly(d) for d in shape)
+
+    def run(self) -> ShapeFacts:
+        f = self.f
+        g = self.model.graph
+        for v in g.inputs:
+            if v.const is not None:
+                continue
+            if v.shape is None:
+                f.shapes[v] = None
+                continue
+            dims: list[SDim] = []
+            for axis, d in enumerate(v.shape):
+                p = to_poly(d) if d is not None else Poly.sym(unnamed_symbol(v.name, axis))
+                for s in p.symbols:
+                    f.origins.setdefault(s, []).append((v.name, axis))
+                dims.append(p.subs(self.env) if self.env else p)
+            f.shapes[v] = tuple(dims)
+        for node in g.nodes:
+            self.visit(node)
+        return f
+
+    def visit(self, node: Node) -> None:
+        f = self.f
+        outs = node.outputs
+        ins = node.inputs
+        if node.domain == ONNX_DOMAIN and all(v is None or f.is_build_constant(v) for v in ins) and ins:
+            f.build_const.update(outs)
+        if node.op_type == "Constant":
+            f.build_const.update(outs)
+        if (node.domain == ONNX_DOMAIN and outs and node.op_type in _FOLD
+                and all(v is None or v in f.consts or f.is_build_constant(v) for v in ins)):
+            arrays = [f.const(v) if v is not None else None for v in ins]
+            if all(a is not None for a, v in zip(arrays, ins, strict=True) if v is not None):
+                folded = _fold(node, arrays)
+                if folded is not None and folded.size <= MAX_CONST:
+                    f.consts[outs[0]] = folded
+                    f.shapes[outs[0]] = tuple(Poly.const(d) for d in folded.shape)
+                    return
+        handler = HANDLERS.get(node.op_type) if node.domain in (ONNX_DOMAIN, "com.microsoft") else None
+        bases = [self.base(v) for v in outs]
+        if handler is not None and node.op_type not in CHECKED and len(outs) == 1:
+            if bases[0] is not None and None not in bases[0]:
+                handler = None  # inference already knows it and the op constrains nothing: skip the work
+        results: list[SShape] = []
+        if handler is not None:
+            try:
+                results = handler(node, self)
+            except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
+                results = []  # malformed node: leave its outputs to ONNX inference
+        for i, v in enumerate(outs):
+            mine = results[i] if i < len(results) else None
+            base = bases[i]
+            if v.is_output and not self.env:
+                declared = self.declared(v, base)
+                if _contradicts(declared, mine):
+                    f.output_conflicts.append((v, declared, mine))
+            f.shapes[v] = _merge(mine, base)
+        if node.op_type in SVAL_OPS and outs:
+            try:
+                sv = SVAL_OPS[node.op_type](node, self)
+            except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
+                sv = None
+            if sv is not None and len(sv) <= MAX_SVAL:
+                f.svals[outs[0]] = sv
+                if all(d is not None and d.is_const for d in sv):
+                    arr = np.array([d.value for d in sv], dtype=np.int64)  # type: ignore[union-attr]
+                    shp = f.shapes.get(outs[0])
+                    scalar = shp is not None and len(shp) == 0 and arr.size == 1
+                    f.consts.setdefault(outs[0], arr.reshape(()) if scalar else arr)
+
+    # helpers for handlers
+    def shape(self, v: Value | None) -> SShape:
+        return self.f.shape(v)
+
+    def event(self, kind: str, node: Node, a: Poly, b: Poly, va: Value | None, vb: Value | None,
+              axis: int | None) -> None:
+        self.f.events.append(Event(kind, node, a, b, va, vb, axis))
+
+    def agree(self, node: Node, a: SDim, b: SDim, va: Value | None, vb: Value | None, axis: int | None,
+              broadcast: bool) -> SDim:
+        """Two dims that must be equal (or one of them 1 under broadcasting); returns the result dim."""
+        if a is None or b is None:
+            if broadcast:
+                other = a if b is None else b
+                return other if other is not None and other != ONE and other.is_const else None
+            return a if a is not None else b
+        if a == b:
+            return a
+        if broadcast and a == ONE:
+            return b
+        if broadcast and b == ONE:
+            return a
+        if a.is_const and b.is_const:
+            self.event("conflict", node, a, b, va, vb, axis)
+            return a
+        if a.is_const or b.is_const:
+            self.event("pinned", node, a, b, va, vb, axis)
+            return a if a.is_const else b
+        self.event("mismatch", node, a, b, va, vb, axis)
+        return a
+
+
+def _contradicts(declared: SShape, computed: SShape) -> bool:
+    """Rank differs, two numbers differ, or a declared number where the graph computes a symbol."""
+    if declared is None or computed is None:
+        return False
+    if len(declared) != len(computed):
+        return True
+    for d, c in zip(declared, computed, strict=True):
+        if d is None or c is None or not d.is_const:
+            continue
+        if c != d:
+            return True
+    return False
+
+
+def _merge(mine: SShape, base: SShape) -> SShape:
+    if mine is None:
+        return base
+    if base is None or len(base) != len(mine):
+        return mine
+    return tuple(m if m is not None else b for m, b in zip(mine, base, strict=True))
+
+
+# ------------------------------------------------------------------------------------
+# shape handlers: (node, pass) -> output shapes
+
+Handler = Callable[[Node, _Pass], list[SShape]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*ops: str) -> Callable[[Handler], Handler]:
+    def reg(fn: Handler) -> Handler:
+        for op in ops:
+            HANDLERS[op] = fn
+        return fn
+
+    return reg
+
+
+SAME_SHAPE = ["Identity", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Not", "Cast", "CastLike", "Softmax", "LogSoftmax", "Hardmax", "Gelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Clip", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "IsNaN", "IsInf", "LpNormalization", "InstanceNormalization", "BatchNormalization", "LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization", "GroupNormalization", "CumSum", "Trilu", "Dropout", "QuantizeLinear", "DequantizeLinear", "ScatterND", "ScatterElements", "Scatter", "Shrink", "ThresholdedRelu", "QuickGelu", "FastGelu", "BiasGelu", "BiasAdd", "BiasSplitGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "RotaryEmbedding", "DynamicQuantizeLinear"]
+
+
+@handles(*SAME_SHAPE)
+def _same(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if node.op_type in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization"):
+        return [s, None, None, s]  # output 3 is input + skip (+ bias)
+    if node.op_type == "Dropout":
+        return [s, s]
+    return [s]
+
+
+BROADCAST = ["Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "BitShift", "Max", "Min", "Sum", "Mean", "PRelu", "Where", "BitwiseAnd", "BitwiseOr", "BitwiseXor"]
+
+
+def broadcast(p: _Pass, node: Node, vals: list[Value | None], shapes: list[SShape]) -> SShape:
+    if any(s is None for s in shapes):
+        return None
+    first = shapes[0]
+    if None not in first and all(s == first for s in shapes[1:]):  # type: ignore[operator]
+        return first  # the common case: identical shapes
+    if len(shapes) == 2:  # x + bias: the shorter shape equals the longer one's tail
+        a, b = shapes
+        if len(a) < len(b):  # type: ignore[arg-type]
+            a, b = b, a
+        if None not in a and (not b or a[-len(b):] == b):  # type: ignore[index,arg-type,operator]
+            return a
+    rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
+    out: list[SDim] = []
+    for k in range(rank):
+        cur: SDim = ONE
+        cur_v: Value | None = None
+        for v, s in zip(vals, shapes, strict=True):
+            off = k - (rank - len(s))  # type: ignore[arg-type]
+            if off < 0:
+                continue
+            d = s[off]  # type: ignore[index]
+            before = cur
+            cur = p.agree(node, cur, d, cur_v, v, k - rank, True)
+            if before == ONE or before is None:
+                cur_v = v
+        out.append(cur)
+    return tuple(out)
+
+
+# Ops whose handler records events (dims that must agree): always run, even when inference knows the output.
+CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm", "Concat", "Reshape", "Expand"})
+
+
+@handles(*BROADCAST)
+def _broadcast(node: Node, p: _Pass) -> list[SShape]:
+    vals = [v for v in node.inputs if v is not None]
+    return [broadcast(p, node, vals, [p.shape(v) for v in vals])]
+
+
+@handles("MatMul", "MatMulInteger", "FusedMatMul")
+def _matmul(node: Node, p: _Pass) -> list[SShape]:
+    a, b = node.input(0), node.input(1)
+    sa, sb = p.shape(a), p.shape(b)
+    if sa is None or sb is None or not sa or not sb:
+        return [None]
+    if node.op_type == "FusedMatMul":
+        if node.attr("transA", 0) and len(sa) >= 2:
+            sa = (*sa[:-2], sa[-1], sa[-2])
+        if node.attr("transB", 0) and len(sb) >= 2:
+            sb = (*sb[:-2], sb[-1], sb[-2])
+    a2 = sa if len(sa) >= 2 else (ONE, sa[0])
+    b2 = sb if len(sb) >= 2 else (sb[0], ONE)
+    p.agree(node, a2[-1], b2[-2], a, b, -1, False)
+    batch = broadcast(p, node, [a, b], [a2[:-2], b2[:-2]]) or ()
+    out = (*batch, a2[-2], b2[-1])
+    if len(sa) == 1:
+        out = (*out[:-2], out[-1])
+    if len(sb) == 1:
+        out = out[:-1]
+    return [tuple(out)]
+
+
+@handles("Gemm")
+def _gemm(node: Node, p: _Pass) -> list[SShape]:
+    sa, sb = p.shape(node.input(0)), p.shape(node.input(1))
+    if sa is None or sb is None or len(sa) != 2 or len(sb) != 2:
+        return [None]
+    m, k = (sa[1], sa[0]) if node.attr("transA", 0) else sa
+    k2, n = (sb[1], sb[0]) if node.attr("transB", 0) else sb
+    p.agree(node, k, k2, node.input(0), node.input(1), None, False)
+    return [(m, n)]
+
+
+@handles("Concat")
+def _concat(node: Node, p: _Pass) -> list[SShape]:
+    vals = [v for v in node.inputs if v is not None]
+    shapes = [p.shape(v) for v in vals]
+    if not shapes or any(s is None for s in shapes):
+        return [None]
+    rank = len(shapes[0])  # type: ignore[arg-type]
+    if any(len(s) != rank for s in shapes):  # type: ignore[arg-type]
+        return [None]
+    axis = node.attr("axis", 0)
+    axis = axis + rank if axis < 0 else axis
+    out: list[SDim] = []
+    for k in range(rank):
+        if k == axis:
+            out.append(_sum([s[k] for s in shapes]))  # type: ignore[index]
+            continue
+        cur, cur_v = shapes[0][k], vals[0]  # type: ignore[index]
+        for v, s in zip(vals[1:], shapes[1:], strict=True):
+            cur = p.agree(node, cur, s[k], cur_v, v, k, False)  # type: ignore[index]
+        out.append(cur)
+    return [tuple(out)]
+
+
+def _sum(dims: list[SDim]) -> SDim:
+    out = Poly.const(0)
+    for d in dims:
+        if d is None:
+            return None
+        out = out + d
+    return out
+
+
+def _axes(node: Node, p: _Pass, idx: int, attr_until: int) -> list[int] | None:
+    """Axes from the attribute (older opsets) or the given input (newer ones)."""
+    if isinstance(node.opset, int) and node.opset < attr_until:
+        ax = node.attr("axes")
+        return list(ax) if ax is not None else None
+    a = p.f.const(node.input(idx))
+    return [int(x) for x in a.reshape(-1)] if a is not None else None
+
+
+@handles("Reshape")
+def _reshape(node: Node, p: _Pass) -> list[SShape]:
+    data = node.input(0)
+    sin, target = p.shape(data), p.f.sval(node.input(1))
+    if target is None:
+        return [None]
+    allowzero = node.attr("allowzero", 0)
+    out: list[SDim] = []
+    neg = None
+    for i, d in enumerate(target):
+        if d is not None and d.is_const and d.value == 0 and not allowzero:
+            out.append(sin[i] if sin is not None and i < len(sin) else None)
+        elif d is not None and d.is_const and d.value == -1:
+            neg = i
+            out.append(None)
+        else:
+            out.append(d)
+    total = product(sin) if sin is not None else None
+    if neg is not None:
+        known = product(d for i, d in enumerate(out) if i != neg)
+        if total is not None and known is not None:
+            q = total.div_exact(known) if not known.is_const else total.floordiv(known.value or 1)
+            if known.is_const and q is not None and total.is_const and (total.value or 0) % (known.value or 1):
+                p.event("reshape", node, total, known, data, node.input(1), None)
+                q = None
+            out[neg] = q
+    elif total is not None:
+        want = product(out)
+        if want is not None and want != total:
+            p.event("reshape", node, total, want, data, node.input(1), None)
+    return [tuple(out)]
+
+
+@handles("Expand")
+def _expand(node: Node, p: _Pass) -> list[SShape]:
+    target = p.f.sval(node.input(1))
+    sin = p.shape(node.input(0))
+    if target is None or sin is None:
+        return [None]
+    return [broadcast(p, node, [node.input(0), node.input(1)], [sin, tuple(target)])]
+
+
+@handles("Transpose")
+def _transpose(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    perm = node.attr("perm") or list(reversed(range(len(s))))
+    return [tuple(s[i] for i in perm)]
+
+
+@handles("Unsqueeze")
+def _unsqueeze(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    axes = _axes(node, p, 1, 13)
+    if s is None or axes is None:
+        return [None]
+    rank = len(s) + len(axes)
+    axes = sorted(a + rank if a < 0 else a for a in axes)
+    out = list(s)
+    for a in axes:
+        out.insert(a, ONE)
+    return [tuple(out)]
+
+
+@handles("Squeeze")
+def _squeeze(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    axes = _axes(node, p, 1, 13)
+    if axes is None:
+        if node.input(1) is not None and not (isinstance(node.opset, int) and node.opset < 13):
+            return [None]
+        return [tuple(d for d in s if d != ONE)]
+    axes = [a + len(s) if a < 0 else a for a in axes]
+    return [tuple(d for i, d in enumerate(s) if i not in axes)]
+
+
+@handles("Flatten")
+def _flatten(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    axis = node.attr("axis", 1)
+    axis = axis + len(s) if axis < 0 else axis
+    return [(product(s[:axis]), product(s[axis:]))]
+
+
+@handles("Gather")
+def _gather(node: Node, p: _Pass) -> list[SShape]:
+    s, si = p.shape(node.input(0)), p.shape(node.input(1))
+    if s is None or si is None:
+        return [None]
+    axis = node.attr("axis", 0)
+    axis = axis + len(s) if axis < 0 else axis
+    return [(*s[:axis], *si, *s[axis + 1:])]
+
+
+@handles("GatherElements")
+def _gather_elements(node: Node, p: _Pass) -> list[SShape]:
+    return [p.shape(node.input(1))]
+
+
+def _slice_dim(d: SDim, start: int, end: int, step: int) -> SDim:
+    if d is not None and d.is_const:
+        n = d.value or 0
+        return Poly.const(len(range(*slice(start, end, step).indices(n))))
+    if d is None or step != 1:
+        return None
+    if start >= 0 and end >= INT_MAX:
+        return d - Poly.const(start)
+    if 0 <= start <= end < INT_MAX:
+        return None  # depends on whether d >= end
+    if start < 0 and end >= INT_MAX:
+        return Poly.const(-start)  # assumes d >= -start
+    if start >= 0 and end < 0:
+        return d - Poly.const(start - end)
+    return None
+
+
+def _slice_symbolic_end(s: tuple[SDim, ...], starts: np.ndarray, ends: list[SDim] | None,
+                        axes: np.ndarray | None, steps: np.ndarray | None) -> SShape:
+    """x[0:e] with e a symbolic dim (position ids sliced to the sequence length): the result is e.
+
+    Assumes e does not exceed the sliced dim, as onnxruntime's symbolic inference does.
+    """
+    if ends is None or len(ends) != len(starts):
+        return None
+    ax_list = [int(a) for a in axes] if axes is not None else list(range(len(starts)))
+    out = list(s)
+    for i, ax in enumerate(ax_list):
+        ax = ax + len(s) if ax < 0 else ax
+        st = int(starts[i])
+        step = int(steps[i]) if steps is not None else 1
+        e = ends[i]
+        if e is None or step != 1 or st < 0:
+            out[ax] = None
+        elif e.is_const:
+            out[ax] = _slice_dim(s[ax], st, e.value or 0, 1)
+        else:
+            out[ax] = e - Poly.const(st)
+    return tuple(out)
+
+
+@handles("Slice")
+def _slice(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    if isinstance(node.opset, int) and node.opset < 10:
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    else:
+        c = [p.f.const(node.input(i)) for i in range(1, 5)]
+        if (node.input(3) is not None and c[2] is None) or (node.input(4) is not None and c[3] is None):
+            return [None]
+        if c[0] is not None and c[1] is None:
+            return [_slice_symbolic_end(s, c[0], p.f.sval(node.input(2)), c[2], c[3])]
+        if c[0] is None or c[1] is None:
+            return [None]
+        starts, ends = [int(x) for x in c[0]], [int(x) for x in c[1]]
+        axes = [int(x) for x in c[2]] if c[2] is not None else None
+        steps = [int(x) for x in c[3]] if c[3] is not None else None
+    axes = axes if axes is not None else list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    out = list(s)
+    for st, en, ax, sp in zip(starts, ends, axes, steps, strict=False):
+        ax = ax + len(s) if ax < 0 else ax
+        out[ax] = _slice_dim(s[ax], st, en, sp)
+    return [tuple(out)]
+
+
+@handles("Shape")
+def _shape(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    lo, hi = _shape_range(node, len(s))
+    return [(Poly.const(max(hi - lo, 0)),)]
+
+
+def _shape_range(node: Node, rank: int) -> tuple[int, int]:
+    lo, hi = node.attr("start", 0), node.attr("end", rank)
+    lo = min(max(lo + rank if lo < 0 else lo, 0), rank)
+    hi = min(max(hi + rank if hi < 0 else hi, 0), rank)
+    return lo, hi
+
+
+@handles("Size")
+def _size(node: Node, p: _Pass) -> list[SShape]:
+    return [()]
+
+
+@handles("ConstantOfShape")
+def _const_of_shape(node: Node, p: _Pass) -> list[SShape]:
+    t = p.f.sval(node.input(0))
+    return [tuple(t) if t is not None else None]
+
+
+@handles("Range")
+def _range(node: Node, p: _Pass) -> list[SShape]:
+    st, lim, de = (p.f.sval(node.input(i)) for i in range(3))
+    if st and lim and de and st[0] is not None and lim[0] is not None and de[0] == ONE:
+        return [(lim[0] - st[0],)]
+    return [(None,)]
+
+
+@handles("Tile")
+def _tile(node: Node, p: _Pass) -> list[SShape]:
+    s, r = p.shape(node.input(0)), p.f.sval(node.input(1))
+    if s is None or r is None or len(r) != len(s):
+        return [None]
+    return [tuple(None if a is None or b is None else a * b for a, b in zip(s, r, strict=True))]
+
+
+@handles("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin")
+def _reduce(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    keep = node.attr("keepdims", 1)
+    if node.op_type in ("ArgMax", "ArgMin"):
+        axes: list[int] | None = [node.attr("axis", 0)]
+    else:
+        until = 13 if node.op_type == "ReduceSum" else 18
+        axes = _axes(node, p, 1, until)
+        if axes is None:
+            if node.input(1) is not None and not (isinstance(node.opset, int) and node.opset < until):
+                return [None]
+            if node.attr("noop_with_empty_axes", 0):
+                return [s]
+            axes = list(range(len(s)))
+    axes = [a + len(s) if a < 0 else a for a in axes]
+    if keep:
+        return [tuple(ONE if i in axes else d for i, d in enumerate(s))]
+    return [tuple(d for i, d in enumerate(s) if i not in axes)]
+
+
+@handles("Split")
+def _split(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return []
+    axis = node.attr("axis", 0)
+    axis = axis + len(s) if axis < 0 else axis
+    sizes = node.attr("split") if isinstance(node.opset, int) and node.opset < 13 else None
+    if sizes is None and node.input(1) is not None:
+        a = p.f.const(node.input(1))
+        sizes = [int(x) for x in a] if a is not None else None
+    n = len(node.outputs)
+    if sizes is None:
+        d = s[axis]
+        part = d.floordiv(n) if d is not None else None
+        sizes_p: list[SDim] = [part] * n
+    else:
+        sizes_p = [Poly.const(x) for x in sizes]
+    return [(*s[:axis], sz, *s[axis + 1:]) for sz in sizes_p]
+
+
+@handles("Conv", "MaxPool", "AveragePool", "LpPool")
+def _conv(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None or len(s) < 3:
+        return [None]
+    if node.op_type == "Conv":
+        w = p.shape(node.input(1))
+        if w is None:
+            return [None]
+        kernel, cout = list(w[2:]), w[0]
+    else:
+        kernel, cout = [Poly.const(k) for k in node.attr("kernel_shape", [])], s[1]
+    nsp = len(s) - 2
+    strides = node.attr("strides") or [1] * nsp
+    dil = node.attr("dilations") or [1] * nsp
+    pads = node.attr("pads") or [0] * (2 * nsp)
+    auto = node.attr("auto_pad", "NOTSET")
+    out: list[SDim] = [s[0], cout]
+    for i in range(nsp):
+        d, k = s[2 + i], kernel[i] if i < len(kernel) else None
+        if d is None or k is None or not k.is_const:
+            out.append(None)
+            continue
+        kv = ((k.value or 1) - 1) * dil[i] + 1
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(d if strides[i] == 1 else (d.floordiv(strides[i]) if d.is_const else None))
+            continue
+        pads_i = 0 if auto == "VALID" else pads[i] + pads[i + nsp]
+        span = d + Poly.const(pads_i - kv)
+        if span.is_const:
+            ceil = node.attr("ceil_mode", 0)
+            v = span.value or 0
+            out.append(Poly.const((-(-v // strides[i]) if ceil else v // strides[i]) + 1))
+        elif strides[i] == 1:
+            out.append(span + ONE)
+        else:
+            out.append(None)
+    return [tuple(out)]
+
+
+@handles("Pad")
+def _pad(node: Node, p: _Pass) -> list[SShape]:
+    s = p.shape(node.input(0))
+    if s is None:
+        return [None]
+    pads = node.attr("pads") if isinstance(node.opset, int) and node.opset < 11 else None
+    if pads is None:
+        a = p.f.const(node.input(1))
+        if a is None or node.input(3) is not None:
+            return [None]
+        pads = [int(x) for x in a]
+    n = len(s)
+    return [tuple(None if d is None else d + Poly.const(pads[i] + pads[i + n]) for i, d in enumerate(s))]
+
+
+@handles("Attention")
+def _attention(node: Node, p: _Pass) -> list[SShape]:
+    s, w = p.shape(node.input(0)), p.shape(node.input(1))
+    if s is None or len(s) != 3:
+        return [None]
+    sizes = node.attr("qkv_hidden_sizes")
+    if sizes:
+        hidden: SDim = Poly.const(sizes[2])
+    elif w is not None and len(w) == 2 and w[1] is not None:
+        hidden = w[1].floordiv(3)
+    else:
+        hidden = None
+    return [(s[0], s[1], hidden)]
+
+
+@handles("MultiHeadAttention")
+def _mha(node: Node, p: _Pass) -> list[SShape]:
+    q, v = p.shape(node.input(0)), p.shape(node.input(2))
+    if q is None or len(q) != 3:
+        return [None]
+    hidden = v[2] if v is not None and len(v) == 3 else q[2]
+    return [(q[0], q[1], hidden)]
+
+
+@handles("EmbedLayerNormalization")
+def _embed_ln(node: Node, p: _Pass) -> list[SShape]:
+    ids, emb = p.shape(node.input(0)), p.shape(node.input(2))
+    if ids is None or emb is None or len(ids) != 2:
+        return [None]
+    return [(ids[0], ids[1], emb[-1]), (ids[0],)]
+
+
+# ------------------------------------------------------------------------------------
+# shape values: 1-D int tensors tracked element by element
+
+
+def _sv_shape(node: Node, p: _Pass) -> list[SDim] | None:
+    s = p.shape(node.input(0))
+    if s is None:
+        return None
+    lo, hi = _shape_range(node, len(s))
+    return list(s[lo:hi])
+
+
+def _sv_gather(node: Node, p: _Pass) -> list[SDim] | None:
+    data, idx = p.f.sval(node.input(0)), p.f.const(node.input(1))
+    if data is None or idx is None or node.attr("axis", 0) != 0:
+        return None
+    n = len(data)
+    return [data[int(i) + n if i < 0 else int(i)] for i in idx.reshape(-1)]
+
+
+def _sv_concat(node: Node, p: _Pass) -> list[SDim] | None:
+    out: list[SDim] = []
+    for v in node.inputs:
+        s = p.f.sval(v)
+        if s is None:
+            return None
+        out.extend(s)
+    return out
+
+
+def _sv_pass(node: Node, p: _Pass) -> list[SDim] | None:
+    return p.f.sval(node.input(0))
+
+
+def _sv_slice(node: Node, p: _Pass) -> list[SDim] | None:
+    data = p.f.sval(node.input(0))
+    c = [p.f.const(node.input(i)) for i in range(1, 5)]
+    if data is None or c[0] is None or c[1] is None:
+        return None
+    step = int(c[3][0]) if c[3] is not None else 1
+    return data[int(c[0][0]):int(min(c[1][0], len(data) + 1)) if c[1][0] >= 0 else int(c[1][0]):step]
+
+
+def _sv_arith(node: Node, p: _Pass) -> list[SDim] | None:
+    a, b = p.f.sval(node.input(0)), p.f.sval(node.input(1))
+    if a is None or b is None:
+        return None
+    if len(a) == 1 and len(b) > 1:
+        a = a * len(b)
+    if len(b) == 1 and len(a) > 1:
+        b = b * len(a)
+    if len(a) != len(b):
+        return None
+    out: list[SDim] = []
+    for x, y in zip(a, b, strict=True):
+        if x is None or y is None:
+            out.append(None)
+        elif node.op_type == "Add":
+            out.append(x + y)
+        elif node.op_type == "Sub":
+            out.append(x - y)
+        elif node.op_type == "Mul":
+            out.append(x * y)
+        elif node.op_type == "Div":
+            out.append(x.floordiv(y.value) if y.is_const and y.value else x.div_exact(y))
+        else:
+            out.append(None)
+    return out
+
+
+def _sv_where(node: Node, p: _Pass) -> list[SDim] | None:
+    cond = p.f.const(node.input(0))
+    if cond is None:
+        c = _sv_equal(node.input(0).producer, p) if node.input(0) and node.input(0).producer else None
+        if c is None:
+            return None
+        cond = np.array(c)
+    x, y = p.f.sval(node.input(1)), p.f.sval(node.input(2))
+    if x is None or y is None:
+        return None
+    cond = cond.reshape(-1)
+    n = max(len(cond), len(x), len(y))
+    pick = [(x[i % len(x)] if bool(cond[i % len(cond)]) else y[i % len(y)]) for i in range(n)]
+    return pick
+
+
+def _sv_equal(node: Node, p: _Pass) -> list[bool] | None:
+    if node.op_type != "Equal":
+        return None
+    a, b = p.f.sval(node.input(0)), p.f.sval(node.input(1))
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        x, y = a[i % len(a)], b[i % len(b)]
+        if x is None or y is None:
+            return None
+        if x == y:
+            out.append(True)
+        elif x.is_const and y.is_const:
+            out.append(False)
+        elif (y.is_const and (y.value or 0) < 0) or (x.is_const and (x.value or 0) < 0):
+            out.append(False)  # a dim is never negative (the -1 test torch emits)
+        else:
+            return None
+    return out
+
+
+def _sv_reduce_prod(node: Node, p: _Pass) -> list[SDim] | None:
+    a = p.f.sval(node.input(0))
+    return None if a is None else [product(a)]
+
+
+def _sv_cos(node: Node, p: _Pass) -> list[SDim] | None:
+    t = p.f.sval(node.input(0))
+    val = node.attr("value")
+    if t is None or len(t) != 1 or t[0] is None or val is None:
+        return None
+    try:
+        v = val.numpy().reshape(-1)
+    except Exception:
+        return None
+    if v.dtype.kind not in "iu" or not v.size:
+        return None
+    return [Poly.const(int(v[0]))] * t[0].value if t[0].is_const and (t[0].value or 0) <= MAX_SVAL else None
+
+
+SVAL_OPS: dict[str, Callable[[Node, _Pass], list[SDim] | None]] = {
+    "Shape": _sv_shape, "Gather": _sv_gather, "Concat": _sv_concat, "Unsqueeze": _sv_pass, "Squeeze": _sv_pass,
+    "Cast": _sv_pass, "Identity": _sv_pass, "Reshape": _sv_pass, "Slice": _sv_slice, "Add": _sv_arith,
+    "Sub": _sv_arith, "Mul": _sv_arith, "Div": _sv_arith, "Where": _sv_where, "ReduceProd": _sv_reduce_prod,
+    "ConstantOfShape": _sv_cos,
+}
+
+
+# ------------------------------------------------------------------------------------
+# numpy constant folding of small build-time constants
+
+
+def _fold(node: Node, a: list[np.ndarray | None]) -> np.ndarray | None:
+    op = node.op_type
+    fn = _FOLD.get(op)
+    if fn is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(node, a)
+    except Exception:  # any malformed constant: not foldable, not our finding
+        return None
+    return None if out is None else np.asarray(out)
+
+
+def _fold_cast(node: Node, a: list[Any]) -> np.ndarray | None:
+    dt = dtypes.to_numpy(dtypes.onnx_dtype(node.attr("to", 0)) or "")
+    return a[0].astype(dt) if dt is not None else None
+
+
+def _fold_div(node: Node, a: list[Any]) -> np.ndarray:
+    x, y = a[0], a[1]
+    if x.dtype.kind in "iu":
+        return np.trunc(x / y).astype(x.dtype)
+    return x / y
+
+
+def _fold_unsqueeze(node: Node, a: list[Any]) -> np.ndarray | None:
+    axes = node.attr("axes") if isinstance(node.opset, int) and node.opset < 13 else (
+        [int(x) for x in a[1].reshape(-1)] if len(a) > 1 and a[1] is not None else None)
+    if axes is None:
+        return None
+    x = a[0]
+    rank = x.ndim + len(axes)
+    for ax in sorted(ax + rank if ax < 0 else ax for ax in axes):
+        x = np.expand_dims(x, ax)
+    return x
+
+
+def _fold_squeeze(node: Node, a: list[Any]) -> np.ndarray | None:
+    axes = node.attr("axes") if isinstance(node.opset, int) and node.opset < 13 else (
+        [int(x) for x in a[1].reshape(-1)] if len(a) > 1 and a[1] is not None else None)
+    return np.squeeze(a[0], axis=tuple(axes) if axes else None)
+
+
+def _fold_slice(node: Node, a: list[Any]) -> np.ndarray | None:
+    if isinstance(node.opset, int) and node.opset < 10:
+        return None
+    x, starts, ends = a[0], a[1], a[2]
+    axes = a[3] if len(a) > 3 and a[3] is not None else range(len(starts))
+    steps = a[4] if len(a) > 4 and a[4] is not None else [1] * len(starts)
+    idx = [slice(None)] * x.ndim
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=False):
+        idx[int(ax)] = slice(int(s), int(min(e, 2**62)) if e > 0 else int(e), int(st))
+    return x[tuple(idx)]
+
+
+def _fold_reshape(node: Node, a: list[Any]) -> np.ndarray:
+    shape = [int(d) for d in a[1]]
+    shape = [a[0].shape[i] if d == 0 and not node.attr("allowzero", 0) else d for i, d in enumerate(shape)]
+    return a[0].reshape(shape)
+
+
+def _fold_cos(node: Node, a: list[Any]) -> np.ndarray | None:
+    shape = [int(d) for d in a[0].reshape(-1)]
+    if int(np.prod(shape)) > MAX_CONST:
+        return None
+    val = node.attr("value")
+    base = val.numpy().reshape(-1)[:1] if val is not None else np.zeros(1, np.float32)
+    return np.full(shape, base[0], dtype=base.dtype)
+
+
+_FOLD: dict[str, Callable[[Node, list[Any]], np.ndarray | None]] = {
+    "Identity": lambda n, a: a[0],
+    "Add": lambda n, a: a[0] + a[1],
+    "Sub": lambda n, a: a[0] - a[1],
+    "Mul": lambda n, a: a[0] * a[1],
+    "Div": _fold_div,
+    "Neg": lambda n, a: -a[0],
+    "Sqrt": lambda n, a: np.sqrt(a[0]),
+    "Reciprocal": lambda n, a: 1 / a[0],
+    "Pow": lambda n, a: np.power(a[0], a[1]).astype(a[0].dtype),
+    "Equal": lambda n, a: np.equal(a[0], a[1]),
+    "Less": lambda n, a: np.less(a[0], a[1]),
+    "Greater": lambda n, a: np.greater(a[0], a[1]),
+    "Not": lambda n, a: np.logical_not(a[0]),
+    "Where": lambda n, a: np.where(a[0], a[1], a[2]),
+    "Cast": _fold_cast,
+    "Concat": lambda n, a: np.concatenate(a, axis=n.attr("axis", 0)),
+    "Gather": lambda n, a: np.take(a[0], a[1], axis=n.attr("axis", 0)),
+    "Unsqueeze": _fold_unsqueeze,
+    "Squeeze": _fold_squeeze,
+    "Reshape": _fold_reshape,
+    "Slice": _fold_slice,
+    "Shape": lambda n, a: np.array(a[0].shape[slice(*_shape_range(n, a[0].ndim))], np.int64),
+    "Size": lambda n, a: np.array(a[0].size, np.int64),
+    "Transpose": lambda n, a: np.transpose(a[0], n.attr("perm")),
+    "ConstantOfShape": _fold_cos,
+    "Range": lambda n, a: np.arange(a[0], a[1], a[2]) if abs((a[1] - a[0]) / a[2]) <= MAX_CONST else None,
+    "Max": lambda n, a: np.maximum.reduce(a),
+    "Min": lambda n, a: np.minimum.reduce(a),
+}
+
+
+# ------------------------------------------------------------------------------------
+# the analysis
+
+
+def _unknown(values: list[Value], shape_of: Callable[[Value], Any]) -> list[Value]:
+    out = []
+    for v in values:
+        s = shape_of(v)
+        if s is None or any(d is None or is_placeholder(d) for d in s):
+            out.append(v)
+    return out
+
+
+def _tensor_values(model: Model) -> list[Value]:
+    """Non-constant named values of the main graph that carry tensors (what the counts count)."""
+    return [v for v in model.graph.values.values()
+            if v.const is None and v.name and (v.producer is not None or v.is_input)]
+
+
+def run(model: Model, env: Mapping[str, int] | None = None) -> ShapeFacts:
+    """The symbolic pass (``env`` None) or a concrete evaluation with symbols bound to ints."""
+    return _Pass(model, env).run()
+
+
+def evaluate(model: Model, input_shapes: Mapping[str, tuple[int, ...]]) -> ShapeFacts:
+    """Run the pass with graph inputs at concrete shapes; breaks show up as conflict/reshape events."""
+    env: dict[str, int] = {}
+    for v in model.graph.inputs:
+        shp = input_shapes.get(v.name)
+        if shp is None or v.shape is None or len(shp) != len(v.shape):
+            continue
+        for axis, (d, n) in enumerate(zip(v.shape, shp, strict=True)):
+            if d is None:
+                env[unnamed_symbol(v.name, axis)] = n
+            elif isinstance(d, str):
+                p = to_poly(d)
+                if p is not None and len(p.terms) == 1 and p.terms[0][1] == 1 and len(p.terms[0][0]) == 1:
+                    env.setdefault(p.terms[0][0][0], n)
+    return run(model, env)
+
+
+@analysis("shapes")
+def shapes_analysis(model: Model, target) -> ShapeFacts:
+    values = _tensor_values(model)
+    stats = model.stats
+    stats["shape_values"] = len(values)
+    if model.dialect != ONNX:
+        unk = _unknown(values, lambda v: v.shape)
+        stats["shape_unknown_onnx"] = stats["shape_unknown_final"] = len(unk)
+        f = ShapeFacts(unknown=unk)
+        for v in model.graph.values.values():
+            f.shapes[v] = None if v.shape is None else tuple(to_poly(d) for d in v.shape)
+        return f
+    before = _unknown(values, lambda v: v.shape)
+    stats["shape_unknown_onnx"] = len(before)
+    facts = run(model)
+    unk = _unknown(values, facts.shape)
+    stats["shape_unknown_graphlint"] = len(unk)
+    if unk and model.proto is not None and model.node_count <= ORT_FALLBACK_MAX_NODES:
+        facts.ort_error = _ort_fallback(model, facts, unk)
+        unk = _unknown(values, facts.shape)
+    stats["shape_unknown_final"] = len(unk)
+    facts.unknown = unk
+    _write_back(facts, values)
+    return facts
+
+
+def _ort_fallback(model: Model, facts: ShapeFacts, unknown: list[Value]) -> str | None:
+    """Fill what is still unknown from onnxruntime's symbolic shape inference; return its crash, if any."""
+    try:
+        import io
+        import logging
+        from contextlib import redirect_stderr, redirect_stdout
+
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+        logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.CRITICAL)
+        sink = io.StringIO()
+        with redirect_stdout(sink), redirect_stderr(sink):
+            out = SymbolicShapeInference.infer_shapes(model.proto, auto_merge=True, guess_output_rank=True)
+    except Exception as e:  # its crashes are findings (GL309), never ours
+        text = str(e).strip().splitlines()
+        return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+    if out is None:
+        return "returned no model"
+    g = out.graph
+    found: dict[str, Any] = {vi.name: vi.type for vi in (*g.value_info, *g.output)}
+    from graphlint.load.onnx_loader import _dims
+
+    for v in unknown:
+        t = found.get(v.name)
+        if t is None:
+            continue
+        _, dims = _dims(t)
+        if dims is None:
+            continue
+        fill = tuple(_known_to_us(facts, to_poly(d) if d not in ("", None) else None) for d in dims)
+        facts.shapes[v] = _merge(facts.shapes.get(v), fill)
+    return None
+
+
+def _known_to_us(facts: ShapeFacts, d: SDim) -> SDim:
+    """Keep onnxruntime's dims only when they are numbers or built from input symbols.
+
+    With ``guess_output_rank`` it invents per-output names (``Op_0_o0__d0``) for ops it cannot
+    infer: a guessed rank, not a known shape.
+    """
+    if d is None or d.is_const or all(s in facts.origins for s in d.symbols):
+        return d
+    return None
+
+
+def _write_back(facts: ShapeFacts, values: list[Value]) -> None:
+    """Refine the IR's shapes where ONNX inference left gaps (never contradicting it)."""
+    for v in values:
+        cur = v.shape
+        if cur is not None and all(d is not None for d in cur):
+            continue
+        s = facts.shapes.get(v)
+        if s is None or (cur is not None and len(cur) != len(s)):
+            continue
+        new = []
+        for i, d in enumerate(s):
+            old = cur[i] if cur is not None else None
+            if (old is not None and not is_placeholder(old)) or d is None or any(sym.endswith("?") for sym in d.symbols):
+                new.append(old)
+            else:
+                new.append(d.to_dim())
+        v.shape = tuple(new)
+
+
+# ------------------------------------------------------------------------------------
+# helpers for rules
+
+
+def input_symbols(facts: ShapeFacts, d: Poly | None) -> bool:
+    """True when every symbol of ``d`` is a graph-input dim (so people can act on it)."""
+    return d is not None and bool(d.symbols) and all(s in facts.origins for s in d.symbols)
+
+
+def describe_dim(facts: ShapeFacts, d: Poly) -> str:
+    """``'seq' (input 'input_ids' axis 1)``; unnamed dims read as ``dim 1 of input 'x'``."""
+    parts = []
+    for s in sorted(d.symbols):
+        where = facts.origins.get(s, [])
+        loc = ", ".join(f"input '{i}' axis {a}" for i, a in where[:2])
+        if s.endswith("?"):
+            i, a = where[0] if where else (s, "?")
+            parts.append(f"the unnamed dim {a} of input '{i}'")
+        else:
+            parts.append(f"'{s}'" + (f" ({loc})" if loc else ""))
+    body = " and ".join(parts)
+    return body if len(d.terms) == 1 and d.terms[0][1] == 1 and len(d.terms[0][0]) == 1 else f"'{d}' from {body}"
+
+
+def dynamic_inputs(model: Model) -> list[Value]:
+    """Graph inputs (not initializers) with at least one non-static dim or no shape."""
+    return [v for v in model.graph.inputs if v.const is None and (
+        v.shape is None or any(not isinstance(d, int) for d in v.shape))]

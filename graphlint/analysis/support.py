@@ -1,0 +1,582 @@
+"""Per-node target support, computed once: does the target's engine take this node, and if not, why.
+
+The target profile names a support table (``[data] support``) in one of three kinds, each read
+by a small evaluator here:
+
+* ``trt-matrix`` (TensorRT ONNX parser): importers looked up by op type only, whatever the
+  domain; per-op element types and structured restrictions from the parser's matrix.
+* ``ort-kernels`` (ONNX Runtime): the op's schema version at the model's opset must fall in a
+  registered kernel's range, and the node's element types must match one of that kernel's type
+  combinations, as ORT checks at session creation.
+* ``ov-onnx-frontend`` (OpenVINO): the frontend needs a translator for the op at or below the
+  model's opset, and element types it can load. OpenVINO IR nodes are native and always taken.
+
+Each problem is an :class:`Issue` with the category the GL1xx rules filter on, a severity
+(error: the engine refuses; warning: it runs with a fallback or a silent cast), the constraint
+and the source row. The ``partition`` analysis groups rejected nodes into connected islands.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphlint import dtypes
+from graphlint.analysis import analysis
+from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
+from graphlint.rule import Rewrite, Severity
+from graphlint.target import Target
+
+# Issue categories, one GL1xx rule each.
+UNSUPPORTED = "unsupported-op"
+FUSED = "fused-contrib-op"
+TRAP = "domain-trap"
+CONSTRAINT = "op-constraint"
+DTYPE = "dtype"
+
+_TENSOR_TYPES = frozenset(dtypes.ONNX_DTYPES.values())
+
+
+@dataclass
+class Issue:
+    category: str
+    severity: Severity
+    reason: str  # sentence fragment: what is wrong, without the node prefix
+    constraint: str  # short machine name: "op", "attr:mode", "input:axes", "dtype:float64", ...
+    source: str  # "file:row" of the fact
+    rewrite: Rewrite | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rejects(self) -> bool:
+        return self.severity >= Severity.ERROR
+
+
+@dataclass
+class Support:
+    """Per-node issues for one model and target (nodes without issues are absent)."""
+
+    issues: dict[Node, list[Issue]]
+    evaluated: int  # nodes looked at (dialect the table covers)
+    table: str  # rules/data/... file of the table
+
+    model: Model | None = None
+    _partition: Any = None
+
+    @property
+    def partition(self) -> Any:
+        """Supported/unsupported islands of the main graph (graphlint.analysis.partition), computed once."""
+        if self._partition is None:
+            from graphlint.analysis.partition import compute
+
+            self._partition = compute(self.model, self)
+        return self._partition
+
+    def rejected(self, node: Node) -> bool:
+        return any(i.rejects for i in self.issues.get(node, ()))
+
+    def by_category(self, category: str) -> list[tuple[Node, Issue]]:
+        return [(n, i) for n, issues in self.issues.items() for i in issues if i.category == category]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by the evaluators
+
+
+def _src(table: dict[str, Any], row: int | None) -> str:
+    return f"{table.get('source', '?')}:{row}" if row else table.get("source", "?")
+
+
+@functools.cache
+def _onnx_schema(op: str, opset: int, domain: str) -> Any:
+    import onnx.defs
+
+    try:
+        return onnx.defs.get_schema(op, opset, "" if domain == ONNX_DOMAIN else domain)
+    except Exception:  # SchemaError: unknown op or no version at this opset
+        return None
+
+
+def _attr(node: Node, name: str) -> Any:
+    """The node's attribute, or the schema default at the node's opset (None when neither)."""
+    if name in node.attrs:
+        return node.attrs[name]
+    schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
+    if schema is None or name not in schema.attributes:
+        return None
+    import onnx.helper
+
+    default = schema.attributes[name].default_value
+    if default is None or not default.name:
+        return None
+    value = onnx.helper.get_attribute_value(default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def const_value(v: Value | None) -> Any:
+    """The numpy value of a build-time constant input, or None (not constant, or unreadable)."""
+    if v is None or v.const is None:
+        return None
+    t = v.const
+    if t.size > 4096:
+        return None
+    try:
+        return t.numpy()
+    except Exception:  # unreadable external data: GL0005 reports it
+        return None
+
+
+def is_constant(v: Value, *, initializer_only: bool = False, depth: int = 8) -> bool:
+    """Initializer or Constant output; unless ``initializer_only``, also anything computed only
+    from constants (what an engine's constant folding resolves at build time)."""
+    if v.const is not None:
+        return True
+    if initializer_only or depth <= 0 or v.producer is None or v.is_input:
+        return False
+    p = v.producer
+    if p.op_type in ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"):
+        return False
+    return all(i is None or is_constant(i, depth=depth - 1) for i in p.inputs) and not p.subgraphs
+
+
+def _in(node: Node, i: int) -> Value | None:
+    v = node.input(i)
+    return v if v is not None and v.name else None
+
+
+def _fmt(values: list[Any]) -> str:
+    return ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
+
+
+# --------------------------------------------------------------------------------------------
+# structured constraints (shared by all tables; TRT's come from its matrix, ORT/OV's are manual)
+
+
+def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str) -> list[Issue]:
+    out: list[Issue] = []
+    for c in constraints:
+        res = _check_one(node, c)
+        if res is None:
+            continue
+        reason, name = res
+        sev = Severity.parse(c.get("severity", "error"))
+        text = c.get("text", "")
+        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source),
+                         extra={"constraint_text": text} if text else {}))
+    return out
+
+
+def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
+    kind = c["kind"]
+    when = c.get("when")
+    if when and any(_attr(node, k) != v for k, v in when.items()):
+        return None
+    if kind == "attr_in":
+        val = _attr(node, c["attr"])
+        if val is not None and val not in c["values"]:
+            return (f"sets {c['attr']}={val!r}; the engine takes only {_fmt(c['values'])}", f"attr:{c['attr']}")
+    elif kind == "attr_absent":
+        bad = [a for a in c["attrs"] if a in node.attrs and node.attrs[a] not in (0, 0.0, None, "", [])]
+        if bad:
+            return (f"sets {', '.join(bad)}, which the engine does not support", f"attr:{bad[0]}")
+    elif kind == "attr_ignored":
+        if c["attr"] in node.attrs:
+            return (f"sets {c['attr']}, which the engine ignores (results differ from the reference)",
+                    f"attr:{c['attr']}")
+    elif kind == "attr_ones":
+        val = node.attrs.get(c["attr"])
+        if val and any(d != 1 for d in val):
+            return (f"has {c['attr']}={list(val)}; only empty or all ones is supported", f"attr:{c['attr']}")
+    elif kind == "pads_symmetric":
+        pads = node.attrs.get(c["attr"])
+        if pads and len(pads) % 2 == 0:
+            h = len(pads) // 2
+            if list(pads[:h]) != list(pads[h:]):
+                return (f"has asymmetric pads {list(pads)}; begin and end pads must match", "attr:pads")
+    elif kind == "attr_iota":
+        axes = node.attrs.get(c["attr"])
+        x = _in(node, c.get("input", 0))
+        if axes and x is not None and x.rank is not None:
+            norm = [a % x.rank for a in axes]
+            if norm != list(range(x.rank)):
+                return (f"has axes={list(axes)}; with tensor scales the axes must be 0..rank-1", "attr:axes")
+    elif kind in ("const_input", "const_input_or_noop"):
+        init_only = bool(c.get("initializer"))
+        for i in c["inputs"]:
+            v = _in(node, i)
+            if v is None:
+                continue
+            name = _input_name(node, i)
+            if not is_constant(v, initializer_only=init_only):
+                what = "an initializer" if init_only else "a build-time constant"
+                return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
+            if "values" in c:
+                val = const_value(v)
+                if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
+                    return (f"input {name} is {bool(val.reshape(-1)[0])}; it must be {_fmt(c['values'])}",
+                            f"input:{name}")
+    elif kind == "zero_input":
+        for i in c["inputs"]:
+            v = _in(node, i)
+            if v is None:
+                continue
+            val = const_value(v)
+            name = _input_name(node, i)
+            if val is None and v.const is None and not is_constant(v):
+                return (f"input {name} is not a constant; it must be zero", f"input:{name}")
+            if val is not None and val.dtype.kind in "iuf" and (val != 0).any():
+                return (f"input {name} has non-zero values; it must be zero", f"input:{name}")
+    elif kind == "input_value_below":
+        val = const_value(_in(node, c["input"]))
+        if val is not None and val.size == 1 and val.dtype.kind in "iu" and int(val.reshape(-1)[0]) >= c["limit"]:
+            return (f"input {_input_name(node, c['input'])} is {int(val.reshape(-1)[0])}; it must be below "
+                    f"{c['limit']}", f"input:{_input_name(node, c['input'])}")
+    elif kind == "input_absent":
+        present = [_input_name(node, i) for i in c["inputs"] if _in(node, i) is not None]
+        if present:
+            return (f"uses input(s) {', '.join(present)}, which the engine does not support", f"input:{present[0]}")
+    elif kind == "output_unused":
+        used = [i for i in c["outputs"] if i < len(node.outputs) and node.outputs[i].name
+                and (node.outputs[i].consumers or node.outputs[i].is_output)]
+        if used:
+            names = [_output_name(node, i) for i in used]
+            return (f"uses output(s) {', '.join(names)}, which the engine does not produce", f"output:{names[0]}")
+    elif kind == "input_rank":
+        for i in c["inputs"]:
+            v = _in(node, i)
+            if v is not None and v.rank is not None and v.rank not in c["ranks"]:
+                return (f"input {_input_name(node, i)} has rank {v.rank}; the engine takes rank "
+                        f"{_fmt(c['ranks'])}", f"rank:{_input_name(node, i)}")
+    elif kind == "spatial_rank":
+        v = _in(node, c.get("input", 0))
+        if v is not None and v.rank is not None and v.rank - 2 not in c["ranks"]:
+            return (f"has {v.rank - 2} spatial dimension(s); the engine takes {_fmt(c['ranks'])}-D only", "rank:spatial")
+    elif kind == "static_input":
+        for i in c["inputs"]:
+            v = _in(node, i)
+            if v is not None and v.shape is not None and any(not isinstance(d, int) for d in v.shape):
+                return (f"input {_input_name(node, i)} has dynamic dims {list(v.shape)}; they must be static",
+                        f"shape:{_input_name(node, i)}")
+    elif kind == "static_axis_dim":
+        v = _in(node, c.get("input", 0))
+        axis = _attr(node, c["attr"])
+        if v is not None and v.shape is not None and isinstance(axis, int) and -len(v.shape) <= axis < len(v.shape):
+            d = v.shape[axis]
+            if not isinstance(d, int):
+                return (f"input dim {axis} is dynamic ({d!r}); it must be a build-time constant", "shape:axis")
+    elif kind == "last_dim":
+        v = _in(node, c["input"])
+        if v is not None and v.shape and isinstance(v.shape[-1], int) and v.shape[-1] not in c["values"]:
+            return (f"input {_input_name(node, c['input'])} has last dim {v.shape[-1]}; the engine takes "
+                    f"{_fmt(c['values'])} (real-valued input)", "shape:last_dim")
+    elif kind == "input_dtype":
+        for i in c["inputs"]:
+            v = _in(node, i)
+            if v is not None and v.dtype in _TENSOR_TYPES and v.dtype not in c["types"]:
+                return (f"input {_input_name(node, i)} is {v.dtype}; the engine takes {_fmt(c['types'])}",
+                        f"dtype:{_input_name(node, i)}")
+    elif kind == "output_dtype":
+        for i in c["outputs"]:
+            v = node.outputs[i] if i < len(node.outputs) else None
+            if v is not None and v.dtype in _TENSOR_TYPES and v.dtype not in c["types"]:
+                return (f"output {_output_name(node, i)} is {v.dtype}; the engine produces {_fmt(c['types'])} only",
+                        f"dtype:{_output_name(node, i)}")
+    elif kind == "input_len":
+        v = _in(node, c["input"])
+        if v is not None and v.shape is not None and len(v.shape) == 1 and isinstance(v.shape[0], int) \
+                and v.shape[0] not in c["values"]:
+            return (f"input {_input_name(node, c['input'])} has {v.shape[0]} elements; the engine takes "
+                    f"{_fmt(c['values'])}", f"shape:{_input_name(node, c['input'])}")
+    elif kind == "bidirectional_same_activations":
+        if node.attrs.get("direction") == "bidirectional":
+            acts = node.attrs.get("activations")
+            if acts and len(acts) % 2 == 0 and acts[: len(acts) // 2] != acts[len(acts) // 2:]:
+                return (f"uses different forward/reverse activations {acts}", "attr:activations")
+    elif kind == "if_branches":
+        then_g, else_g = node.subgraphs.get("then_branch"), node.subgraphs.get("else_branch")
+        if then_g and else_g:
+            for a, b in zip(then_g.outputs, else_g.outputs, strict=False):
+                if a.rank is not None and b.rank is not None and a.rank != b.rank:
+                    return (f"branch outputs '{a.name}' and '{b.name}' differ in rank ({a.rank} vs {b.rank})",
+                            "subgraph:rank")
+                if a.name == b.name:
+                    return (f"both branches name their output '{a.name}'; the names must differ", "subgraph:names")
+    return None
+
+
+def _input_name(node: Node, i: int) -> str:
+    schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
+    if schema is not None and i < len(schema.inputs):
+        return f"'{schema.inputs[i].name}'"
+    return f"#{i}"
+
+
+def _output_name(node: Node, i: int) -> str:
+    schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
+    if schema is not None and i < len(schema.outputs):
+        return f"'{schema.outputs[i].name}'"
+    return f"#{i}"
+
+
+# --------------------------------------------------------------------------------------------
+# fused contrib ops (rules/data/support/contrib-fused.toml)
+
+
+def fused_entry(target: Target, node: Node) -> dict[str, Any] | None:
+    fused = target.data("fused") or {}
+    entry = fused.get("ops", {}).get(node.op_type)
+    if entry is None:
+        return None
+    want = entry.get("domain", "com.microsoft")
+    return entry if node.domain == want else None
+
+
+def fused_rewrite(target: Target, node: Node, entry: dict[str, Any]) -> Rewrite:
+    if target.name == "trt" and entry.get("trt_plugin"):
+        plugin = entry["trt_plugin"]
+        return Rewrite("trt-plugin", {"node": node.label, "plugin": plugin}, safe=False,
+                       description=f"map onto the TensorRT plugin {plugin} ({entry.get('trt_plugin_note', '')})".rstrip(" ()"))
+    desc = f"un-fuse to standard ONNX: {entry['standard']}" if entry.get("standard") else "un-fuse to standard ONNX"
+    return Rewrite("unfuse-contrib", {"node": node.label, "op_type": node.op_type, "domain": node.domain},
+                   safe=True, description=desc)
+
+
+def _fused_source(target: Target, entry: dict[str, Any]) -> str:
+    fused = target.data("fused") or {}
+    return f"{fused.get('source', 'contrib-fused.toml')}:{entry.get('row')}"
+
+
+# --------------------------------------------------------------------------------------------
+# TensorRT
+
+
+def _trt(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+    ops = table["ops"]
+    row = ops.get(node.op_type)
+    title = target.title
+    if node.domain != ONNX_DOMAIN:
+        fused = fused_entry(target, node)
+        if row is not None and row["supported"]:
+            # The parser dispatches by op type: a contrib op named like a standard op is imported
+            # with the standard op's semantics.
+            trap = (fused or {}).get("trt_trap")
+            # Known collisions carry their own severity; others (com.microsoft Pad, Range, Trilu...)
+            # mirror a standard op closely, so the import probably works: a warning to check.
+            sev = Severity.parse((fused or {}).get("trt_trap_severity", "error") if trap else "warning")
+            why = trap or "inputs and attributes follow the other op's schema, not this one's"
+            rw = fused_rewrite(target, node, fused) if fused else None
+            return [Issue(TRAP, sev, f"is in domain '{node.domain}', but {title}'s parser dispatches on op type "
+                                     f"only and imports it as the standard ONNX {node.op_type}: {why}",
+                          "domain", f"{_src(table, row['row'])}", rewrite=rw,
+                          extra={"standard_row": row["row"]})]
+        reason = (f"has no importer in {title}'s ONNX parser (domain '{node.domain}'); the parser falls back "
+                  f"to a plugin named '{node.op_type}' and fails the build unless one is registered")
+        if fused:
+            return [Issue(FUSED, Severity.ERROR, reason, "op", _fused_source(target, fused),
+                          rewrite=fused_rewrite(target, node, fused))]
+        return [Issue(UNSUPPORTED, Severity.ERROR, reason, "domain", table["source"])]
+    if row is None:
+        fused = fused_entry(target, node)
+        reason = f"is not in {title}'s ONNX operator matrix (no importer)"
+        if fused:  # SimplifiedLayerNormalization in the default domain
+            return [Issue(FUSED, Severity.ERROR, f"is an ONNX Runtime op in the default domain, not standard ONNX; "
+                                                 f"it {reason[3:]}", "op", _fused_source(target, fused),
+                          rewrite=fused_rewrite(target, node, fused))]
+        return [Issue(UNSUPPORTED, Severity.ERROR, reason, "op", table["source"])]
+    src = _src(table, row["row"])
+    if not row["supported"]:
+        note = f" ({row['restrictions']})" if row.get("restrictions") else ""
+        return [Issue(UNSUPPORTED, Severity.ERROR, f"is marked unsupported in {title}'s operator matrix{note}",
+                      "op", src)]
+    out = check_constraints(node, row.get("constraints", ()), src)
+    out.extend(_trt_types(node, target, table, row, src))
+    return out
+
+
+def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any], src: str) -> list[Issue]:
+    types = row.get("types") or []
+    if not types:
+        return []
+    probe = [v for v in (node.input(0),) if v is not None and v.name] or node.outputs[:1]
+    if node.op_type in ("Cast", "CastLike"):
+        probe = [v for v in (node.input(0), node.outputs[0] if node.outputs else None) if v is not None]
+    glob = table.get("global", {})
+    out: list[Issue] = []
+    for v in probe:
+        dt = v.dtype
+        if dt not in _TENSOR_TYPES or dt in types:
+            continue
+        if dt in glob.get("cast_down", {}) or dt in glob.get("boundary_only_types", ()):
+            continue  # DOUBLE cast-down (a warning) is GL4003's, UINT8 at the boundary GL4004's
+        out.append(Issue(DTYPE, Severity.ERROR,
+                         f"takes {dt} '{v.name}'; {target.title} supports {node.op_type} on "
+                         f"{', '.join(dtypes.SHORT.get(t, t) for t in types)} only", f"dtype:{dt}", src,
+                         extra={"value": v.name}))
+        break
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# ONNX Runtime
+
+
+@functools.cache
+def _ort_since(table_id: int, domain: str, op: str, opset: int, schema_versions: tuple[int, ...]) -> int | None:
+    best = None
+    for s in schema_versions:
+        if s <= opset and (best is None or s > best):
+            best = s
+    return best
+
+
+def _ort(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+    if node.op_type in table.get("graph_ops", {}).get(node.domain, ()):
+        return []
+    dom = table["domains"].get(node.domain)
+    fused = fused_entry(target, node)
+    entry = dom.get(node.op_type) if dom is not None else None
+    title = target.title
+    cat = FUSED if fused else UNSUPPORTED
+    rw = fused_rewrite(target, node, fused) if fused else None
+    if entry is None:
+        if dom is None:
+            reason = f"is in domain '{node.domain}', for which {title} has no CPU kernels"
+        else:
+            reason = f"is not an op {title} knows (domain '{node.domain}')"
+        src = _fused_source(target, fused) if fused else table["source"]
+        return [Issue(cat, Severity.ERROR, reason, "op", src, rewrite=rw)]
+    src = _src(table, entry.get("row"))
+    opset = int(node.opset) if isinstance(node.opset, int) else 1
+    versions = tuple(int(v) for v in entry["schemas"]) or tuple(k["range"][0] for k in entry["kernels"])
+    since = _ort_since(id(table), node.domain, node.op_type, opset, versions)
+    if since is None:
+        return [Issue(cat, Severity.ERROR, f"has no schema at opset {opset} in {title}", "opset", src, rewrite=rw)]
+    schema = entry["schemas"].get(str(since)) or {}
+    start_only = table.get("open_range_matches_start_only", False)
+    kernels = [k for k in entry["kernels"] if k["range"][0] == since or (
+        k["range"][0] < since and ((k["range"][1] is not None and since <= k["range"][1]) or
+                                   (k["range"][1] is None and not start_only)))]
+    if not kernels:
+        if schema.get("function"):
+            return []  # ORT inlines the op's function body
+        have = ", ".join(f"{k['range'][0]}-{k['range'][1] or k['range'][0]}" for k in entry["kernels"]) or "none"
+        return [Issue(cat, Severity.ERROR, f"({node.op_type}-{since} at opset {opset}) has no {title} CPU kernel "
+                                           f"(kernels registered for versions: {have})", "opset", src, rewrite=rw)]
+    binding = _bind(node, schema)
+    if binding:
+        combos = [c for k in kernels for c in k["types"]]
+        if not any(_combo_ok(c, binding) for c in combos) and not schema.get("function"):
+            got = ", ".join(f"{k}={v}" for k, v in sorted(binding.items()))
+            return [Issue(DTYPE, Severity.ERROR, f"({node.op_type}-{since}) has no {title} CPU kernel for element "
+                                                 f"types {got}", f"dtype:{got}", src,
+                          extra={"types": binding})]
+    return check_constraints(node, entry.get("constraints", ()), src)
+
+
+def _bind(node: Node, schema: dict[str, Any] | None) -> dict[str, str]:
+    """type-constraint name -> the node's element type bound to it (known plain tensor types only)."""
+    if not schema:
+        return {}
+    out: dict[str, str] = {}
+
+    def bind(params: list[list[Any]], values: list[Value | None]) -> None:
+        for i, v in enumerate(values):
+            if not params:
+                return
+            p = params[min(i, len(params) - 1)] if i >= len(params) and params[-1][1] == 2 else (
+                params[i] if i < len(params) else None)
+            if p is None or v is None or not v.name or v.dtype not in _TENSOR_TYPES:
+                continue
+            name = p[0]
+            if name.startswith("tensor("):
+                continue
+            out.setdefault(name, v.dtype)
+
+    bind(schema.get("in", []), node.inputs)
+    bind(schema.get("out", []), node.outputs)
+    return out
+
+
+def _combo_ok(combo: dict[str, list[str]], binding: dict[str, str]) -> bool:
+    return all(binding[k] in allowed for k, allowed in combo.items() if k in binding)
+
+
+# --------------------------------------------------------------------------------------------
+# OpenVINO (ONNX frontend)
+
+
+def _ov(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+    dom = table["domains"].get(node.domain)
+    entry = dom.get(node.op_type) if dom else None
+    fused = fused_entry(target, node)
+    title = target.title
+    opset = int(node.opset) if isinstance(node.opset, int) else 1
+    out: list[Issue] = []
+    cat = FUSED if fused else UNSUPPORTED
+    rw = fused_rewrite(target, node, fused) if fused else None
+    src = _src(table, entry.get("row")) if entry else table["source"]
+    if fused:
+        src = f"{src}; {_fused_source(target, fused)}"
+    if entry is None or entry.get("since") is None:
+        where = f"domain '{node.domain}'"
+        reason = f"has no conversion rule in {title}'s ONNX frontend ({where})"
+        return [Issue(cat, Severity.ERROR, reason, "op", src, rewrite=rw)]
+    if opset < entry["since"]:
+        return [Issue(cat, Severity.ERROR, f"has no conversion rule in {title}'s ONNX frontend at opset {opset} "
+                                           f"(first translator: opset {entry['since']})", "opset", src, rewrite=rw)]
+    refused = set(table.get("element_types", {}).get("refused", ()))
+    if refused:
+        for v in (*node.inputs, *node.outputs):
+            if v is not None and v.dtype in refused:
+                out.append(Issue(DTYPE, Severity.ERROR, f"uses element type {v.dtype} ('{v.name}'), which "
+                                                        f"{title}'s ONNX frontend cannot load", f"dtype:{v.dtype}",
+                                 table["source"], extra={"value": v.name}))
+                break
+    out.extend(check_constraints(node, entry.get("constraints", ()), src))
+    return out
+
+
+def message(node: Node, issue: Issue) -> str:
+    """The finding text for one issue: node first, then the reason, then the source row."""
+    from graphlint.rule import quote
+
+    return f"Node {quote(node.label)} ({node.op_type}) {issue.reason} [{issue.source}]."
+
+
+EVALUATORS = {"trt-matrix": _trt, "ort-kernels": _ort, "ov-onnx-frontend": _ov}
+
+
+@analysis("support")
+def support(model: Model, target: Target) -> Support:
+    table = target.data("support")
+    rel = target.profile.get("data", {}).get("support", "")
+    issues: dict[Node, list[Issue]] = {}
+    if not table or model.dialect != ONNX:
+        return Support(issues, 0, rel, model)  # OpenVINO IR: native ops, nothing to translate
+    fn = EVALUATORS[table["kind"]]
+    functions = model.functions
+    n = 0
+    for node in model.walk():
+        if node.dialect != ONNX:
+            continue
+        if functions and (node.domain, node.op_type) in functions:
+            continue  # a model-local function call: engines inline the body, whose nodes are checked
+        n += 1
+        found = fn(node, target, table)
+        if found:
+            issues[node] = found
+    return Support(issues, n, rel, model)
+
+
+def emit(ctx: Any, category: str) -> list[Any]:
+    """Findings of one issue category, for the GL1xx rules (each rule is one category)."""
+    sup: Support = ctx.analysis("support")
+    out = []
+    for node, issue in sup.by_category(category):
+        props = {"constraint": issue.constraint, "source": issue.source, "domain": node.domain,
+                 "opset": node.opset, **{k: v for k, v in issue.extra.items() if k != "value"}}
+        value = issue.extra.get("value")
+        out.append(ctx.finding(node, message(node, issue), severity=issue.severity, rewrite=issue.rewrite,
+                               value=value, **props))
+    return out

@@ -1,0 +1,272 @@
+"""Build rules/data/support/openvino-<version>.json by asking the installed OpenVINO itself.
+
+    python rules/data/gen/gen_openvino.py
+
+For every operator schema onnx (and onnxruntime, for com.microsoft) defines, at every
+since-version, a one-node model is converted with OpenVINO's ONNX frontend; the frontend says
+"No conversion rule found for operations: Op-N" exactly when it has no translator for that op at
+that opset, whatever the inputs. Errors of the translator itself (our placeholder inputs are not
+meaningful) still mean a translator exists. The result per op is the lowest opset the frontend
+converts (it uses the newest translator at or below the model's opset, so support is open-ended
+upwards), cross-checked against the frontend's own table
+(shared/reference/openvino-onnx-supported-ops.md, whose row each entry cites).
+
+Element types the frontend can load at all are probed the same way (a graph input of each ONNX
+type feeding Identity). Translator and CPU-plugin checks that reject valid nodes (inputs that must
+be constant, rank limits, attribute values) are not discoverable this way; they are listed in
+``MANUAL`` with the frontend/plugin error text they come from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from typing import Any
+
+import onnx
+import onnx.defs
+import openvino as ov
+from onnx import TensorProto, helper
+
+DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
+NOT_FOUND = re.compile(r"No conversion rule found for operations: ([^\n]*)")
+OV_VERSION = ov.get_version().split("-")[0]
+
+_FE = "OpenVINO ONNX frontend conversion error"
+_CPU = "OpenVINO CPU plugin compile error"
+
+
+def _c(kind: str, text: str, source: str, **kw: Any) -> dict[str, Any]:
+    return {"kind": kind, **kw, "text": text, "source": source}
+
+
+# Checks inside translators / the CPU plugin. Each names the check's message; "[inferred]" where the
+# condition was read from the frontend source/error rather than stated in its docs.
+MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "ai.onnx": {
+        "Dropout": [_c("const_input", "training_mode must be a Constant (ov::op::util::is_constant check)", _FE,
+                       inputs=[2], values=[False])],
+        "STFT": [_c("const_input", "frame_step must be a Constant (is_constant check)", _FE, inputs=[1])],
+        "SplitToSequence": [_c("const_input", "split must be a Constant (split_const != nullptr check)", _FE,
+                               inputs=[1])],
+        "Resize": [_c("attr_in", "half_pixel_symmetric is not a supported coordinate mode", _FE,
+                      attr="coordinate_transformation_mode",
+                      values=["half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric",
+                              "align_corners", "tf_crop_and_resize"])],
+        "GridSample": [_c("input_rank", "only 4-D input (data_rank == 4 check)", _FE, inputs=[0], ranks=[4])],
+        "Pad": [_c("attr_in", "Unsupported padding mode (pad.cpp: wrap)", _FE, attr="mode",
+                   values=["constant", "reflect", "edge"])],
+        "Col2Im": [_c("input_len", "image_shape must have two elements (is_two_elem_1d check)", _FE,
+                      input=1, values=[2])],
+        "NegativeLogLikelihoodLoss": [_c("attr_absent", "ignore_index: get_attribute is not implemented", _FE,
+                                         attrs=["ignore_index"])],
+        "QuantizeLinear": [_c("attr_absent", "blocked quantization (block_size) fails the element-count check",
+                              _FE, attrs=["block_size"])],
+        "RandomUniformLike": [_c("output_dtype", "min/max must have the output type: only float32 outputs",
+                                 _FE, outputs=[0], types=["float32"])],
+        "Mod": [_c("input_dtype", "If the input type is floating point, then `fmod` attribute must be set to 1",
+                   _FE, inputs=[0], when={"fmod": 0},
+                   types=["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])],
+        "Celu": [_c("input_dtype", "element type merge check: no bfloat16", _FE, inputs=[0],
+                    types=["float32", "float16", "float64"])],
+        "Unsqueeze": [_c("const_input", "CPU plug-in doesn't support Unsqueeze operation with dynamic rank", _CPU,
+                         inputs=[1])],
+        "ReduceSum": [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank "
+                         "(run-time axes with keepdims=0)", _CPU, inputs=[1], when={"keepdims": 0})],
+    },
+}
+
+
+def _placeholder(type_str: str, allowed: dict[str, list[str]]) -> int:
+    """An element type the schema allows for a parameter (float when possible)."""
+    choices = allowed.get(type_str, [type_str])
+    for pref in ("tensor(float)", "tensor(int64)", "tensor(int32)", "tensor(bool)"):
+        if pref in choices:
+            return _enum(pref)
+    for c in choices:
+        if c.startswith("tensor("):
+            return _enum(c)
+    return TensorProto.FLOAT
+
+
+def _enum(tensor_type: str) -> int:
+    name = tensor_type[len("tensor("):-1].upper()
+    name = {"FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}.get(name, name)
+    return getattr(TensorProto, name, TensorProto.FLOAT)
+
+
+def _probe_model(schema: Any, domain: str) -> onnx.ModelProto:
+    allowed = {tc.type_param_str: list(tc.allowed_type_strs) for tc in schema.type_constraints}
+    inputs, names = [], []
+    for i, p in enumerate(schema.inputs):
+        if p.option == onnx.defs.OpSchema.FormalParameterOption.Optional:
+            break
+        name = f"in{i}"
+        names.append(name)
+        inputs.append(helper.make_tensor_value_info(name, _placeholder(p.type_str, allowed), [1, 2, 3, 4]))
+    outs = [f"out{i}" for i in range(max(1, schema.min_output))]
+    node = helper.make_node(schema.name, names, outs, domain=domain)
+    graph = helper.make_graph([node], "probe", inputs,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    opsets = [helper.make_opsetid(domain, schema.since_version)]
+    if domain:
+        opsets.append(helper.make_opsetid("", 17))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _converts(core: ov.Core, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
+    path = os.path.join(folder, "probe.onnx")
+    onnx.save(model, path)
+    try:
+        core.read_model(path)
+        return True, ""
+    except Exception as e:
+        text = str(e)
+        m = NOT_FOUND.search(text)
+        if m and model.graph.node[0].op_type in m.group(1):
+            return False, m.group(1).strip()
+        return True, " ".join(text.split())[:200]
+
+
+def _doc_rows(md: str) -> dict[tuple[str, str], tuple[int, str]]:
+    rows: dict[tuple[str, str], tuple[int, str]] = {}
+    if not os.path.exists(md):
+        return rows
+    with open(md, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 5 and cells[1] and not set(cells[1]) <= set("-") and cells[1] != "Operation Name":
+                rows[(cells[0] or "ai.onnx", cells[1])] = (lineno, cells[2])
+    return rows
+
+
+def _schemas() -> list[tuple[str, Any]]:
+    out = [(s.domain, s) for s in onnx.defs.get_all_schemas_with_history() if s.domain in DOMAINS]
+    try:  # com.microsoft schemas come from onnxruntime
+        from onnxruntime.capi import onnxruntime_pybind11_state as C
+
+        seen = {(d, s.name, s.since_version) for d, s in out}
+        for s in C.get_all_operator_schema():
+            if s.domain == "com.microsoft" and (s.domain, s.name, s.since_version) not in seen:
+                out.append((s.domain, _OrtSchema(s)))
+    except ImportError:
+        pass
+    return out
+
+
+class _OrtSchema:
+    """Adapter giving an onnxruntime schema the attributes of onnx.defs.OpSchema used here."""
+
+    def __init__(self, s: Any) -> None:
+        self.name, self.since_version, self.min_output = s.name, s.since_version, s.min_output
+        self.type_constraints = [_TC(t.type_param_str, t.allowed_type_strs) for t in s.type_constraints]
+        self.inputs = [_P(p.typeStr, int(p.option)) for p in s.inputs]
+
+
+class _TC:
+    def __init__(self, name: str, allowed: list[str]) -> None:
+        self.type_param_str, self.allowed_type_strs = name, allowed
+
+
+class _P:
+    def __init__(self, type_str: str, option: int) -> None:
+        self.type_str = type_str
+        self.option = onnx.defs.OpSchema.FormalParameterOption(option)
+
+
+def _dtypes(core: ov.Core, folder: str) -> tuple[list[str], list[str]]:
+    from graphlint import dtypes
+
+    ok, bad = [], []
+    for enum, name in sorted(dtypes.ONNX_DTYPES.items()):
+        g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "t",
+                              [helper.make_tensor_value_info("x", enum, [2])],
+                              [helper.make_tensor_value_info("y", enum, [2])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+        path = os.path.join(folder, "t.onnx")
+        onnx.save(m, path)
+        try:
+            core.read_model(path)
+            ok.append(name)
+        except Exception:
+            bad.append(name)
+    return ok, bad
+
+
+def _max_opset(core: ov.Core, folder: str) -> int:
+    best = 1
+    for v in range(1, onnx.defs.onnx_opset_version() + 6):
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", v)], ir_version=10)
+        if _converts(core, m, folder)[1] == "":
+            best = v
+    return best
+
+
+def build(md: str) -> dict[str, Any]:
+    core = ov.Core()
+    rows = _doc_rows(md)
+    found: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"versions": [], "rejected": []})
+    with tempfile.TemporaryDirectory() as folder:
+        for domain, schema in sorted(_schemas(), key=lambda x: (x[0], x[1].name, x[1].since_version)):
+            ok, _ = _converts(core, _probe_model(schema, domain), folder)
+            key = (domain or "ai.onnx", schema.name)
+            (found[key]["versions"] if ok else found[key]["rejected"]).append(schema.since_version)
+        ok_types, bad_types = _dtypes(core, folder)
+        max_opset = _max_opset(core, folder)
+    domains: dict[str, dict[str, Any]] = defaultdict(dict)
+    for (dom, op), f in sorted(found.items()):
+        row = rows.get((dom, op))
+        entry: dict[str, Any] = {
+            "since": min(f["versions"]) if f["versions"] else None,
+            "probed": sorted(f["versions"] + f["rejected"]),
+            "row": row[0] if row else None,
+            "doc_versions": row[1] if row else None,
+        }
+        manual = MANUAL.get(dom, {}).get(op)
+        if manual:
+            entry["constraints"] = manual
+        domains[dom][op] = entry
+    # Ops the frontend table lists that no schema covers (ATen, org.openvinotoolkit ops, ...).
+    for (dom, op), (lineno, versions) in rows.items():
+        if op not in domains.get(dom, {}) and versions:
+            vs = [int(v) for v in re.findall(r"\d+", versions)]
+            domains[dom][op] = {"since": min(vs), "probed": [], "row": lineno, "doc_versions": versions}
+    return {
+        "engine": "openvino",
+        "version": OV_VERSION,
+        "kind": "ov-onnx-frontend",
+        "source": "shared/reference/openvino-onnx-supported-ops.md",
+        "source_note": f"openvino {OV_VERSION} wheel: ONNX frontend conversion of one-node probe models "
+                       "(rules/data/gen/gen_openvino.py); rows cite the frontend's supported_ops.md",
+        "generated_by": "rules/data/gen/gen_openvino.py",
+        "dispatch": "domain",
+        "max_opset": max_opset,
+        "element_types": {"loadable": ok_types, "refused": bad_types},
+        "domains": dict(domains),
+    }
+
+
+def main(argv: list[str]) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    md = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(root), "shared", "reference",
+                                                    "openvino-onnx-supported-ops.md")
+    major_minor = ".".join(OV_VERSION.split(".")[:2])
+    out = os.path.join(os.path.dirname(here), "support", f"openvino-{major_minor}.json")
+    data = build(md)
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    os.replace(out + ".tmp", out)
+    print(f"wrote {out}: {sum(len(v) for v in data['domains'].values())} ops, max opset {data['max_opset']}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

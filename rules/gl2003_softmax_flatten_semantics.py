@@ -1,0 +1,73 @@
+"""GL2003 softmax-flatten-semantics: opset<13 Softmax/LogSoftmax/Hardmax that is not per-axis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint_rules import _drift as D
+
+from graphlint.ir import Node
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+
+ID = "GL2003"
+
+
+class SoftmaxFlattenSemantics(Rule):
+    """An opset<13 Softmax, LogSoftmax or Hardmax normalizes over flattened dims, not along its axis.
+
+    ## What it checks
+    Softmax, LogSoftmax and Hardmax nodes at opset < 13 whose input has rank > 2 (or unknown
+    rank) and whose `axis` (default 1) is not the last axis. Before opset 13 these ops coerce
+    the input to 2-D `[prod(dims[:axis]), prod(dims[axis:])]` and normalize over the whole
+    second part; from opset 13 they normalize along `axis` only. With `axis` = last both agree,
+    which is why exporters that transpose the axis to the end (torch at opset 11) are clean.
+
+    ## Why it matters
+    The meaning changes silently with the opset, and engines already disagree today: for
+    `Softmax(axis=1)` on a `[2, 3, 4]` input at opset 11, onnxruntime follows the spec
+    (normalizes over 12 values) while OpenVINO 2026.4 and `onnx.reference` normalize over the
+    3 values of axis 1. On `--target openvino` this is a wrong-results finding (error).
+
+    ## Example
+    `Softmax(X[2, 3, 4], axis=1)` in an opset-11 model written by a hand-made exporter or a
+    graph surgery script.
+
+    ## Fix
+    The `softmax-keep-2d-semantics` rewrite wraps the node in `Flatten(axis)` + `Reshape`, which
+    has the same meaning at every opset and on every engine; if a per-axis softmax was meant,
+    move the model to opset >= 13 instead (`onnx.version_converter` keeps the old meaning, so
+    re-export rather than convert).
+    """
+
+    id = ID
+    name = "softmax-flatten-semantics"
+    severity = Severity.WARNING
+    op_types = D.op_types(ID)
+    fixable = True
+    source = f"{D.SOURCE} (softmax-flatten-before-13); ONNX Changelog Softmax-13"
+
+    def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
+        f = D.facts(ID)[0]
+        if not D.applies(f, node):
+            return
+        x = node.input(0)
+        rank = x.rank if x is not None else None
+        axis = int(node.attr("axis", 1))
+        if rank is not None:
+            if rank <= 2:
+                return
+            axis = axis + rank if axis < 0 else axis
+            if axis >= rank - 1:
+                return
+        deviates = ctx.target.name == "openvino"
+        shape = f"rank-{rank} input" if rank is not None else "input of unknown rank"
+        msg = (f"Node {quote(node.label)} ({node.op_type}-{1 if node.opset < 11 else 11}) with axis={axis} "
+               f"on a {shape} normalizes over the flattened dims [{axis}:], not along axis {axis}; opset 13 "
+               "changes this meaning")
+        msg += (f", and {ctx.target.title} already computes the per-axis result (it differs from the spec and "
+                "from onnxruntime)." if deviates else ".")
+        yield ctx.finding(
+            node, msg, rewrite=D.fact_rewrite(f, node),
+            severity=Severity.ERROR if deviates else None,
+            **D.props(f, axis=axis, rank=rank),
+        )

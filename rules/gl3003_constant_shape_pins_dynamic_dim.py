@@ -1,0 +1,88 @@
+"""GL3003 constant-shape-pins-dynamic-dim: a constant Reshape/Expand or op fixes a declared dynamic dim."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
+from graphlint.analysis.symbolic import Poly
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+
+
+def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
+    """Solve ``c*s == n`` for the single symbol s; (symbol, value or None when no integer works)."""
+    if not rhs.is_const or len(lhs.terms) != 1:
+        return None
+    (mono, coef), = lhs.terms
+    if len(mono) != 1:
+        return None
+    n = rhs.value or 0
+    return mono[0], (n // coef if coef and n % coef == 0 and n // coef > 0 else None)
+
+
+class ConstantShapePinsDynamicDim(Rule):
+    """A constant shape contradicts a dim the model declares dynamic.
+
+    ## What it checks
+    A Reshape or Expand to a constant target shape whose element count cannot equal the
+    input's when a declared dynamic dim changes (e.g. input `[batch, 32]` reshaped to the
+    constant `[2, 32]`), and ops that force a dynamic dim to agree with a constant one
+    (adding a `[7, 32]` constant to `[seq, 32]`). The finding says which value the dim is
+    pinned to.
+
+    ## Why it matters
+    Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
+    taken from the example input). The input still says `batch`, so nothing complains until
+    another batch size arrives: ONNX Runtime then fails with "The input tensor cannot be
+    reshaped to the requested shape", TensorRT fails the profile or the run, and a `-1` in the
+    wrong place silently merges the batch into another axis.
+
+    ## Example
+    `pooled.reshape(2, 32)` exported with `dynamic_axes={"pixel_values": {0: "batch"}}`.
+
+    ## Fix
+    Compute the shape from the tensor (`x.reshape(x.shape[0], -1)`, `x.flatten(1)`) and
+    re-export, or declare the dim static if the model really only supports that size.
+    """
+
+    id = "GL3003"
+    name = "constant-shape-pins-dynamic-dim"
+    severity = Severity.ERROR
+    requires = ("shapes",)
+    source = "symbolic shape analysis (graphlint/analysis/shapes.py); ONNX Reshape/Expand semantics"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        facts: ShapeFacts = ctx.analysis("shapes")
+        seen: set[tuple[str, str]] = set()
+        for e in facts.events:
+            if e.kind not in ("reshape", "pinned"):
+                continue
+            sym_side, const_side = (e.a, e.b) if not e.a.is_const else (e.b, e.a)
+            if not input_symbols(facts, sym_side) or not const_side.is_const:
+                continue
+            key = (e.node.label, str(sym_side))
+            if key in seen:
+                continue
+            seen.add(key)
+            n = e.node
+            sol = solve(sym_side, const_side)
+            if e.kind == "reshape":
+                syms = ", ".join(describe_dim(facts, Poly.sym(x)) for x in sorted(sym_side.symbols))
+                what = f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
+            else:
+                what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
+            if sol is None:
+                tail = "so it only works for some values of the declared dynamic dim"
+                pinned = None
+            elif sol[1] is None:
+                tail = f"no value of '{sol[0]}' satisfies that, so the node can never run"
+                pinned = None
+            else:
+                tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
+                pinned = sol[1]
+            yield ctx.finding(
+                n,
+                f"Node {quote(n.label)} ({n.op_type}) {what}; {tail}.",
+                value=e.va,
+                symbol=str(sym_side), pinned_value=pinned,
+            )

@@ -1,0 +1,196 @@
+"""GL3007 optimization-profile: dynamic inputs need a profile; a given profile must hold everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint.analysis.shapes import Event, dynamic_inputs, evaluate
+from graphlint.ir import Model, Value
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.shapes_spec import Profile
+
+MAX_EVALS = 48  # per dynamic axis
+
+
+def _fmt(shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _break_text(e: Event) -> str:
+    if e.kind == "reshape":
+        return f"it cannot reshape {e.a} elements into {e.b}"
+    where = "" if e.axis is None else f" on axis {e.axis}"
+    return f"it needs dims {e.a} and {e.b} to agree{where}"
+
+
+def _breaks(model: Model, shapes: dict[str, tuple[int, ...]]) -> list[Event]:
+    return [e for e in evaluate(model, shapes).events
+            if e.kind in ("conflict", "reshape") and e.a.is_const and e.b.is_const]
+
+
+def _candidates(lo: int, opt: int, hi: int) -> list[int]:
+    step = max(1, (hi - lo) // 8)
+    return sorted({lo, lo + 1, lo + 2, opt, hi - 1, hi, *range(lo, hi + 1, step)} & set(range(lo, hi + 1)))
+
+
+class OptimizationProfile(Rule):
+    """Dynamic inputs need an optimization profile, and the profile must hold over its whole range.
+
+    ## What it checks
+    Without `--shapes`: every input with dynamic dims, since TensorRT cannot build an engine
+    for it without an optimization profile. With `--shapes NAME:MIN,OPT,MAX` (trtexec
+    syntax, e.g. `input_ids:1x1,8x128,16x512`): that each profile names a real input with the
+    right rank and static dims, that inputs sharing a symbol get the same values, and then the
+    symbolic shape pass is re-run with concrete shapes across the range (min, opt, max and
+    points between, one dim at a time) to report the first input value at which an op's shape
+    constraint breaks (a Reshape element count, a broadcast, a MatMul contraction, a Concat).
+
+    ## Why it matters
+    `trtexec` / the builder refuse dynamic inputs without `--minShapes/--optShapes/--maxShapes`;
+    a profile that covers a shape the graph cannot take builds fine and then fails at
+    `setInputShape` or inside the enqueue, far from the cause.
+
+    ## Example
+    `graphlint model.onnx --target trt --shapes pixel_values:1x3x32x32,2x3x32x32,8x3x32x32`
+    on a model with a Reshape to a constant batch of 2 reports the break at batch 1.
+
+    ## Fix
+    Pass a profile for every dynamic input (and the same to trtexec), narrow its range to what
+    the graph supports, or fix the graph (see GL3001, GL3003).
+    """
+
+    id = "GL3007"
+    name = "optimization-profile"
+    severity = Severity.WARNING
+    requires = ("shapes",)
+    source = "trtexec --minShapes/--optShapes/--maxShapes; rules/data/targets/trt-*.toml needs_profile"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        profiles: dict[str, Profile] = ctx.options.get("shapes") or {}
+        if not ctx.target.option("needs_profile") and not profiles:
+            return
+        model = ctx.model
+        inputs = {v.name: v for v in model.graph.inputs if v.const is None}
+        usable: dict[str, Profile] = {}
+        for name, prof in sorted(profiles.items()):
+            v = inputs.get(name)
+            problem = self._validate(name, prof, v)
+            if problem:
+                yield ctx.finding(None, problem, value=v, severity=Severity.ERROR)
+            else:
+                usable[name] = prof
+        if ctx.target.option("needs_profile"):
+            for v in dynamic_inputs(model):
+                if v.name not in usable and v.name not in profiles:
+                    dims = "[" + ", ".join("?" if d is None else str(d) for d in (v.shape or ())) + "]"
+                    yield ctx.finding(
+                        None,
+                        f"Input {quote(v.name)} has dynamic shape {dims}; {ctx.target.title} needs an optimization "
+                        f"profile for it: pass --shapes {v.name}:MIN,OPT,MAX (the same to trtexec "
+                        f"--minShapes/--optShapes/--maxShapes).",
+                        value=v, shape=dims,
+                    )
+        if not usable:
+            return
+        yield from self._symbol_agreement(ctx, usable, inputs)
+        yield from self._sweep(ctx, usable)
+
+    @staticmethod
+    def _validate(name: str, prof: Profile, v: Value | None) -> str | None:
+        if v is None:
+            return f"--shapes names {quote(name)}, which is not an input of the model."
+        if v.shape is None:
+            return None
+        if len(prof.min) != len(v.shape):
+            return (f"--shapes gives {quote(name)} rank {len(prof.min)} but the input has rank {len(v.shape)} "
+                    f"({list(v.shape)}).")
+        for axis, d in enumerate(v.shape):
+            if isinstance(d, int) and any(s[axis] != d for s in prof.shapes()):
+                return (f"--shapes gives {quote(name)} axis {axis} the range {prof.min[axis]}..{prof.max[axis]}, "
+                        f"but the model fixes it to {d}.")
+        return None
+
+    def _symbol_agreement(self, ctx: RuleContext, usable: dict[str, Profile],
+                          inputs: dict[str, Value]) -> Iterator[Finding]:
+        seen: dict[str, tuple[str, int, tuple]] = {}
+        for name, prof in usable.items():
+            for axis, d in enumerate(inputs[name].shape or ()):
+                if not isinstance(d, str):
+                    continue
+                rng = (prof.min[axis], prof.opt[axis], prof.max[axis])
+                if d in seen and seen[d][2] != rng:
+                    other, oaxis, orng = seen[d]
+                    yield ctx.finding(
+                        None,
+                        f"Input {quote(name)} axis {axis} and input {quote(other)} axis {oaxis} share the dim "
+                        f"'{d}' but --shapes gives them {rng} and {orng}; give both the same min/opt/max.",
+                        value=inputs[name], severity=Severity.ERROR,
+                    )
+                seen.setdefault(d, (name, axis, rng))
+
+    def _sweep(self, ctx: RuleContext, usable: dict[str, Profile]) -> Iterator[Finding]:
+        model = ctx.model
+        opt = {n: p.opt for n, p in usable.items()}
+        reported: set[str] = set()
+        for point in ("opt", "min", "max"):
+            shapes = {n: getattr(p, point) for n, p in usable.items()}
+            errs = _breaks(model, shapes)
+            if errs and point == "opt":
+                e = errs[0]
+                reported.add(e.node.label)
+                yield ctx.finding(
+                    e.node,
+                    f"Node {quote(e.node.label)} ({e.node.op_type}) breaks at the profile's opt shapes "
+                    f"({', '.join(f'{n}={_fmt(s)}' for n, s in shapes.items())}): {_break_text(e)}.",
+                    value=e.va, severity=Severity.ERROR, profile_point="opt",
+                )
+        for name, prof in usable.items():
+            for axis in range(len(prof.min)):
+                lo, hi = prof.min[axis], prof.max[axis]
+                if lo == hi:
+                    continue
+                hit = self._first_break(model, opt, name, axis, prof)
+                if hit is None:
+                    continue
+                value, e = hit
+                if e.node.label in reported:
+                    continue
+                reported.add(e.node.label)
+                shape = list(prof.opt)
+                shape[axis] = value
+                rw = Rewrite("fix-input-shape", {"input": name, "shape": list(prof.opt)}, safe=False,
+                             description=f"Or narrow the profile of '{name}' axis {axis} to exclude {value}.")
+                yield ctx.finding(
+                    e.node,
+                    f"Node {quote(e.node.label)} ({e.node.op_type}) breaks inside the --shapes profile: with "
+                    f"{quote(name)} axis {axis} = {value} (profile {lo}..{hi}, shape {_fmt(shape)}), "
+                    f"{_break_text(e)}.",
+                    value=e.va, severity=Severity.ERROR, rewrite=rw,
+                    input=name, axis=axis, first_breaking_value=value,
+                )
+
+    @staticmethod
+    def _first_break(model: Model, opt: dict, name: str, axis: int, prof: Profile) -> tuple[int, Event] | None:
+        evals = 0
+        last_ok = None
+        for v in _candidates(prof.min[axis], prof.opt[axis], prof.max[axis]):
+            shape = list(prof.opt)
+            shape[axis] = v
+            errs = _breaks(model, {**opt, name: tuple(shape)})
+            evals += 1
+            if errs:
+                # refine: the first failing value between the last passing candidate and this one
+                start = prof.min[axis] if last_ok is None else last_ok + 1
+                for w in range(start, v):
+                    if evals >= MAX_EVALS:
+                        break
+                    shape[axis] = w
+                    e2 = _breaks(model, {**opt, name: tuple(shape)})
+                    evals += 1
+                    if e2:
+                        return w, e2[0]
+                return v, errs[0]
+            last_ok = v
+            if evals >= MAX_EVALS:
+                break
+        return None

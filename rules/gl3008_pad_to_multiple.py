@@ -1,0 +1,104 @@
+"""GL3008 pad-to-multiple: dims that tensor cores want padded to a multiple (per target)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint.analysis.shapes import ShapeFacts, describe_dim
+from graphlint.analysis.symbolic import Poly
+from graphlint.ir import Node
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+
+
+class PadToMultiple(Rule):
+    """A dynamic sequence dim or a hidden/channel size is not padded to the target's multiple.
+
+    ## What it checks
+    On targets whose profile sets `pad_multiple` (TensorRT: 8, OpenVINO GPU/NPU: 16):
+    dynamic non-batch input dims (sequence lengths) that reach a MatMul/Gemm (attention score
+    and projection products), once per dim; and constant MatMul/Gemm/Conv weights whose
+    reduction (K) or output (N, out-channels) size is not a multiple. First-layer Conv input
+    channels (1, 3, 4) are exempt.
+
+    ## Why it matters
+    Tensor-core GEMM kernels run on tiles of 8 (FP16) or 16 elements; a hidden size of 37 or a
+    sequence of 77 falls back to slower kernels or pads internally on every call. With dynamic
+    sequences, bucketing lengths to a multiple also lets one engine profile serve all requests.
+
+    ## Example
+    `seq` of `input_ids` feeding attention with `--target trt`; a Linear(768, 1001) head.
+
+    ## Fix
+    Pad sequences in the tokenizer (`pad_to_multiple_of=8`) or bucket them, and pad weight
+    dims to the multiple (zero rows/columns, sliced off after) when the layer is hot.
+    """
+
+    id = "GL3008"
+    name = "pad-to-multiple"
+    severity = Severity.INFO
+    requires = ("shapes", "nodes_by_type")
+    fixable = True
+    source = "rules/data/targets/*.toml pad_multiple; NVIDIA tensor-core alignment guidance (multiples of 8)"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        m = int(ctx.target.option("pad_multiple") or 0)
+        if m <= 1:
+            return
+        facts: ShapeFacts = ctx.analysis("shapes")
+        index = ctx.analysis("nodes_by_type")
+        seen: set[str] = set()
+        for node in (*index.get("MatMul", ()), *index.get("Gemm", ())):
+            yield from self._sequence(ctx, facts, node, m, seen)
+            yield from self._weights(ctx, facts, node, m)
+        for node in index.get("Conv", ()):
+            yield from self._weights(ctx, facts, node, m)
+
+    def _sequence(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int, seen: set[str]) -> Iterator[Finding]:
+        shape = facts.shape(node.input(0))
+        if not shape or len(shape) < 2:
+            return
+        for d in shape[-2:]:
+            if d is None or d.is_const:
+                continue
+            for sym in sorted(d.symbols):
+                where = [(i, a) for i, a in facts.origins.get(sym, ()) if a >= 1]
+                if not where or sym in seen:
+                    continue
+                seen.add(sym)
+                inp, axis = where[0]
+                rw = Rewrite("pad-to-multiple", {"input": inp, "axis": axis, "multiple": m}, safe=False,
+                             description=f"Pad '{inp}' axis {axis} up to a multiple of {m} (or bucket lengths).")
+                yield ctx.finding(
+                    node,
+                    f"Node {quote(node.label)} ({node.op_type}) multiplies over the dynamic dim "
+                    f"{describe_dim(facts, Poly.sym(sym))}; on {ctx.target.title} pad it to a multiple of {m} "
+                    f"(tokenizer pad_to_multiple_of={m}) or bucket lengths.",
+                    value=node.input(0), rewrite=rw, symbol=sym, multiple=m,
+                )
+
+    def _weights(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int) -> Iterator[Finding]:
+        w = node.input(1)
+        if w is None or w.const is None:
+            return
+        shp = w.const.shape
+        if node.op_type == "Conv":
+            if len(shp) < 2:
+                return
+            dims = {"output channels": shp[0]}
+            if shp[1] not in (1, 3, 4):
+                dims["input channels"] = shp[1]
+        elif len(shp) == 2:
+            trans = node.op_type == "Gemm" and node.attr("transB", 0)
+            k, n = (shp[1], shp[0]) if trans else shp
+            dims = {"K (reduction)": k, "N (output)": n}
+        else:
+            return
+        bad = {k: v for k, v in dims.items() if v % m and v > 1}
+        if bad:
+            what = ", ".join(f"{k} {v}" for k, v in bad.items())
+            yield ctx.finding(
+                node,
+                f"Node {quote(node.label)} ({node.op_type}) has weight {quote(w.name)} with {what}, not a multiple "
+                f"of {m}; {ctx.target.title} tensor-core kernels want multiples of {m}.",
+                value=w, multiple=m, dims=bad,
+            )

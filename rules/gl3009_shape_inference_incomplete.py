@@ -1,0 +1,64 @@
+"""GL3009 shape-inference-incomplete: values whose shapes no inference pass could determine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint.analysis.shapes import ShapeFacts, shape_text
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+
+
+class ShapeInferenceIncomplete(Rule):
+    """Some values' shapes stay unknown after every shape inference pass.
+
+    ## What it checks
+    After ONNX shape inference (with data propagation), graphlint's symbolic pass and, as a
+    fallback, onnxruntime's `symbolic_shape_infer`, counts the values whose rank or some dim is
+    still unknown and names the first node that produces one from known inputs. A crash of
+    onnxruntime's symbolic inference is reported here too, with its message.
+
+    ## Why it matters
+    Engines must know ranks at build time and TensorRT profiles need every dim derivable from
+    the inputs. Unknown shapes are also where the other shape rules (GL3001, GL3003, GL3007)
+    cannot see, so a clean report is weaker there.
+
+    ## Example
+    A custom-domain op with no shape inference function, or a Reshape whose target comes from
+    a NonZero count.
+
+    ## Fix
+    Add `value_info` for the op's outputs at export, use standard ops (or register a shape
+    inference function for the custom op), or fold the shape computation (`fold-constants`).
+    """
+
+    id = "GL3009"
+    name = "shape-inference-incomplete"
+    severity = Severity.INFO
+    requires = ("shapes",)
+    source = "onnx.shape_inference (data_prop); onnxruntime.tools.symbolic_shape_infer"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        facts: ShapeFacts = ctx.analysis("shapes")
+        stats = ctx.model.stats
+        if facts.ort_error:
+            yield ctx.finding(
+                None,
+                f"onnxruntime's symbolic shape inference crashed on this model ({facts.ort_error}); "
+                f"{len(facts.unknown)} value(s) keep unknown dims.",
+                severity=Severity.WARNING, crash=facts.ort_error,
+            )
+        if not facts.unknown:
+            return
+        unknown = set(facts.unknown)
+        first = next((v for v in facts.unknown if v.producer is not None and not any(
+            i in unknown for i in v.producer.inputs if i is not None)), facts.unknown[0])
+        n = first.producer
+        total = stats.get("shape_values", 0)
+        head = f"Node {quote(n.label)} ({n.op_type}) " if n is not None else f"Value {quote(first.name)} "
+        yield ctx.finding(
+            n,
+            f"{head}produces {quote(first.name)} with shape {shape_text(facts.shape(first))} from inputs of known "
+            f"shape; {len(unknown)} of {total} values keep unknown dims after ONNX, graphlint and onnxruntime "
+            f"shape inference (ONNX alone: {stats.get('shape_unknown_onnx', '?')}).",
+            value=first, unknown=len(unknown), values=total,
+        )

@@ -1,0 +1,70 @@
+"""GL2003 softmax-flatten-semantics: opset<13 Softmax is 2-D; engines disagree on it today."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, version_converter
+
+from testmodels.export_drift import lint, run_openvino, run_ort, run_reference, save, tiny
+
+X = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32)
+
+
+def softmax(opset: int, op: str = "Softmax", axis: int | None = 1, shape=(2, 3, 4)) -> onnx.ModelProto:
+    attrs = {} if axis is None else {"axis": axis}
+    return tiny([helper.make_node(op, ["x"], ["y"], name="sm", **attrs)], {"x": (np.float32, list(shape))},
+                {"y": (np.float32, list(shape))}, opset)
+
+
+def flat_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """The opset<13 meaning: normalize over the flattened dims [axis:]."""
+    f = x.reshape(int(np.prod(x.shape[:axis])), -1)
+    e = np.exp(f - f.max(1, keepdims=True))
+    return (e / e.sum(1, keepdims=True)).reshape(x.shape)
+
+
+def test_opset11_softmax_engines_disagree(tmp_path):
+    ort11, ort13 = run_ort(softmax(11), {"x": X}), run_ort(softmax(13), {"x": X})
+    np.testing.assert_allclose(ort11, flat_softmax(X, 1), rtol=1e-5)  # onnxruntime follows the spec ...
+    assert np.abs(ort11 - ort13).max() > 0.1  # ... so the meaning changes at 13
+    ov11 = run_openvino(softmax(11), {"x": X})
+    np.testing.assert_allclose(ov11, ort13, rtol=1e-5)  # OpenVINO computes per-axis even at opset 11
+    np.testing.assert_allclose(run_reference(softmax(11), {"x": X}), ort13, rtol=1e-5)  # and so does onnx.reference
+
+    path = save(softmax(11), tmp_path, "s11.onnx")
+    trt = lint(path, "trt", "GL2003")
+    assert [(f.node, f.severity.label, f.rewrite.name) for f in trt] == [
+        ("sm", "warning", "softmax-keep-2d-semantics")]
+    ov = lint(path, "openvino", "GL2003")
+    assert [(f.node, f.severity.label) for f in ov] == [("sm", "error")]  # wrong results on that target today
+
+    # the rewrite's meaning (Flatten + Softmax + Reshape) is the same on every engine and opset
+    wrapped = tiny([helper.make_node("Flatten", ["x"], ["f"], axis=1), helper.make_node("Softmax", ["f"], ["s"], axis=1),
+                    helper.make_node("Shape", ["x"], ["shp"]), helper.make_node("Reshape", ["s", "shp"], ["y"])],
+                   {"x": (np.float32, [2, 3, 4])}, {"y": (np.float32, [2, 3, 4])}, 11)
+    for run in (run_ort, run_openvino, run_reference):
+        np.testing.assert_allclose(run(wrapped, {"x": X}), ort11, rtol=1e-5)
+    assert lint(save(wrapped, tmp_path, "w.onnx"), "openvino", "GL2003") == []
+    # onnx.version_converter keeps the meaning too (inserts the same wrapping)
+    np.testing.assert_allclose(run_ort(version_converter.convert_version(softmax(11), 13), {"x": X}), ort11,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["LogSoftmax", "Hardmax"])
+def test_family_members_drift_too(op, tmp_path):
+    a, b = run_ort(softmax(11, op), {"x": X}), run_ort(softmax(13, op), {"x": X})
+    assert not np.allclose(a, b)
+    assert [f.node for f in lint(save(softmax(11, op), tmp_path, "m.onnx"), "ort", "GL2003")] == ["sm"]
+
+
+def test_no_finding_where_meanings_agree(tmp_path):
+    # last axis, rank 2, or opset 13: flattened and per-axis meanings coincide
+    last = softmax(11, axis=2)
+    np.testing.assert_allclose(run_ort(last, {"x": X}), run_ort(softmax(13, axis=2), {"x": X}), rtol=1e-6)
+    for i, m in enumerate([last, softmax(11, axis=-1), softmax(11, axis=None, shape=(2, 3)), softmax(13)]):
+        assert lint(save(m, tmp_path, f"ok{i}.onnx"), "openvino", "GL2003") == []
+    # default axis (1) on rank 3 does drift
+    assert [f.properties["axis"] for f in lint(save(softmax(11, axis=None), tmp_path, "d.onnx"), "ort", "GL2003")] \
+        == [1]
