@@ -93,7 +93,7 @@ def _layer_norm(b: Builder, x: str, i: int, decomposed: bool) -> str:
 
 
 def _block(b: Builder, x: str, i: int, with_if: bool) -> str:
-    h, nh = b.hidden, b.heads
+    h = b.hidden
     ln1 = _layer_norm(b, x, 2 * i, decomposed=i % 2 == 1)
     # Dynamic target shape [batch, seq, heads, head_dim], as exporters emit it.
     shp = b.node("Shape", [ln1])

@@ -294,8 +294,10 @@ class Model:
     # Graph input/output types as the file declares them, before shape inference filled gaps.
     declared_io: dict[str, tuple[str | None, Shape]] = field(default_factory=dict)
     # Results the loader computed ahead, off the critical path, for rules that would compute
-    # them anyway: "onnx_checker" -> None (passes) or onnx.checker's message.
+    # them anyway: "onnx_checker" -> None (passes) or onnx.checker's message; "analyses" ->
+    # target-independent analysis results shared by every target of the run.
     precomputed: dict[str, Any] = field(default_factory=dict, repr=False)
+    timings: dict[str, float] = field(default_factory=dict, repr=False)  # loader phases (--stats)
 
     def walk(self) -> Iterator[Node]:
         yield from self.graph.walk()

@@ -86,6 +86,7 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
     t0 = time.perf_counter()
     model = load_model(path)
     timings["load"] = time.perf_counter() - t0
+    timings.update((f"load:{k}", v) for k, v in model.timings.items())
     model.stats.setdefault("nodes", model.node_count)
     results = []
     for target in targets:
@@ -116,6 +117,9 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
             with time_budget(opts.time_budget):
                 results.extend(lint_model(path, targets, rules, opts))
         except TimeBudgetExceeded:
+            from graphlint.load import shape_infer
+
+            shape_infer.cancel_all()  # an inference child forked for this model must not run on
             failures.append(LoadFailure(path, f"gave up after the time budget of {opts.time_budget:g} s per model "
                                               f"(--time-budget); the graph may be pathological"))
         except InputError as e:

@@ -4,10 +4,11 @@ Suppressions come from two places and always carry a reason, which reports show 
 
 * the configuration: ``[[suppress]]`` entries in ``graphlint-suppressions.toml`` (or inline
   ``[[tool.graphlint.suppress]]``) with a model glob, a rule, a node-name glob and a reason;
-* the model itself: ONNX ``metadata_props`` key ``graphlint:ignore`` (OpenVINO: the same key in
-  the model's rt_info), a comma- or newline-separated list of ``RULE`` or ``RULE:NODE_GLOB``
-  items, or a JSON list of ``{"rule", "node", "reason"}`` objects; an optional
-  ``graphlint:ignore-reason`` key gives the reason for the plain form.
+* the model itself: ONNX ``metadata_props`` key ``graphlint:ignore`` (OpenVINO IR: rt_info key
+  ``graphlint_ignore``, as XML names cannot hold a colon), a comma- or newline-separated list of
+  ``RULE`` or ``RULE:NODE_GLOB`` items, or a JSON list of ``{"rule", "node", "reason"}``
+  objects; an optional ``graphlint:ignore-reason`` (``graphlint_ignore_reason``) key gives the
+  reason for the plain form.
 
 A baseline (``graphlint baseline``) records today's findings so later runs report only new
 ones. Entries are matched by a structural anchor first: a hash of the node's op, attributes
@@ -22,6 +23,7 @@ import hashlib
 import json
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -75,7 +77,8 @@ def model_suppressions(model: Model) -> list[Suppression]:
     raw = meta.get(META_KEY) or meta.get(META_KEY.replace(":", "_"))
     if not raw or not isinstance(raw, str):
         return []
-    reason = (meta.get(META_REASON_KEY) or "").strip() or f"{META_KEY} in model metadata"
+    reason = str(meta.get(META_REASON_KEY) or meta.get("graphlint_ignore_reason") or "").strip() \
+        or f"{META_KEY} in model metadata"
     origin = f"{model.path} metadata {META_KEY}"
     out: list[Suppression] = []
     text = raw.strip()
@@ -102,25 +105,23 @@ def model_suppressions(model: Model) -> list[Suppression]:
 # --------------------------------------------------------------------------- structural anchors
 
 def _canon(v: Any) -> Any:
-    """A stable, name-free rendering of an attribute value."""
+    """A stable, name-free rendering of an attribute value (its repr is hashed)."""
     if isinstance(v, Tensor):
-        return ["tensor", v.dtype, list(v.shape), _small_values(v)]
+        return ("tensor", v.dtype, tuple(v.shape), _small_values(v))
     if isinstance(v, Graph):
         return "graph"
     if isinstance(v, (list, tuple)):
-        return [_canon(x) for x in v]
+        return tuple(_canon(x) for x in v)
     if isinstance(v, np.ndarray):
-        return v.tolist() if v.size <= 64 else ["array", str(v.dtype), list(v.shape)]
-    if isinstance(v, float):
-        return repr(v)
-    return v if isinstance(v, (int, str, bool)) or v is None else repr(v)
+        return tuple(v.ravel().tolist()) if v.size <= 64 else ("array", str(v.dtype), v.shape)
+    return v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)
 
 
 def _small_values(t: Tensor) -> Any:
     if t.size > 64:
         return None
     try:
-        return np.asarray(t.numpy()).ravel().tolist()
+        return tuple(np.asarray(t.numpy()).ravel().tolist())
     except Exception:  # unreadable weights are GL0005's business, not the anchor's
         return None
 
@@ -130,12 +131,13 @@ class Anchors:
 
     Names that exporters number by position (``/Relu_1``, ``onnx::Add_12``) are left out, so
     the anchor survives a re-export that emits the same computation in a different order.
-    Only nodes asked for (and their upstream cones) are hashed.
+    Only nodes asked for (and their upstream cones) are hashed, each once.
     """
 
     def __init__(self, model: Model) -> None:
         self.model = model
         self._memo: dict[int, str] = {}
+        self._consts: dict[int, str] = {}
         self._labels: dict[tuple[str, str], Node] | None = None
 
     def find(self, graph_path: str, label: str) -> Node | None:
@@ -149,35 +151,42 @@ class Anchors:
         if v is None:
             return "-"
         if v.const is not None:
-            return json.dumps(["const", _canon(v.const)], sort_keys=True, default=repr)
-        if v.producer is not None:
-            return f"{self.node(v.producer)}:{v.producer.outputs.index(v) if v in v.producer.outputs else 0}"
+            key = id(v.const)
+            desc = self._consts.get(key)
+            if desc is None:
+                desc = self._consts[key] = "c" + repr(_canon(v.const))
+            return desc
+        p = v.producer
+        if p is not None:
+            h = self._memo.get(id(p), "cycle")  # unhashed here only when on the current path (a cycle)
+            return f"{h}:{p.outputs.index(v) if len(p.outputs) > 1 else 0}"
         return f"in:{v.name}"  # graph inputs (and outer-scope names) keep the names users gave them
 
+    @staticmethod
+    def _deps(n: Node) -> Iterator[Node]:
+        return (v.producer for v in n.inputs if v is not None and v.const is None and v.producer is not None)
+
     def node(self, root: Node) -> str:
+        """The anchor of ``root``: iterative post-order DFS over its upstream cone, memoised."""
         memo = self._memo
         if id(root) in memo:
             return memo[id(root)]
-        stack = [root]
-        visiting = {id(root)}
+        on_path = {id(root)}
+        stack = [(root, self._deps(root))]
         while stack:
-            n = stack[-1]
-            pending = {id(v.producer): v.producer for v in n.inputs
-                       if v is not None and v.const is None and v.producer is not None
-                       and id(v.producer) not in memo and id(v.producer) not in visiting}
-            if pending:
-                visiting.update(pending)
-                stack.extend(pending.values())
-                continue
-            stack.pop()
-            visiting.discard(id(n))
-            # a producer still unhashed here is on the current path: a cycle (invalid, but never loop)
-            ins = ["cycle" if v is not None and v.const is None and v.producer is not None
-                   and id(v.producer) not in memo else self.value_desc(v) for v in n.inputs]
-            attrs = {k: _canon(a) for k, a in sorted(n.attrs.items())}
-            text = json.dumps([n.op_type, n.domain, attrs, ins, n.graph.path.count("/")], sort_keys=True,
-                              default=repr)
-            memo[id(n)] = hashlib.sha256(text.encode()).hexdigest()[:20]
+            n, deps = stack[-1]
+            for p in deps:
+                if id(p) not in memo and id(p) not in on_path:
+                    on_path.add(id(p))
+                    stack.append((p, self._deps(p)))
+                    break
+            else:
+                stack.pop()
+                on_path.discard(id(n))
+                attrs = repr(tuple((k, _canon(a)) for k, a in sorted(n.attrs.items())))
+                parts = [n.op_type, n.domain, attrs, str(n.graph.path.count("/"))]
+                parts.extend(self.value_desc(v) for v in n.inputs)
+                memo[id(n)] = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=10).hexdigest()
         return memo[id(root)]
 
     def of(self, f: Finding) -> str:

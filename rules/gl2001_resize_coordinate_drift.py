@@ -29,7 +29,8 @@ class ResizeCoordinateDrift(Rule):
       documents coordinate modes `half_pixel`, `pytorch_half_pixel`, `tf_half_pixel_for_nn`,
       `asymmetric`, `align_corners` (not `tf_crop_and_resize`, not `half_pixel_symmetric` of
       opset 19), modes `nearest`/`linear` (not `cubic`), `keep_aspect_ratio_policy` `stretch`
-      and no `antialias` (both opset 18).
+      and no `antialias` (both opset 18); OpenVINO 2026.4 refuses `half_pixel_symmetric` and
+      `tf_crop_and_resize` (checked by converting each mode).
 
     ## Why it matters
     A half-pixel shift produces no error: segmentation masks and detection boxes move and

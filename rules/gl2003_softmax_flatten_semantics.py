@@ -53,6 +53,8 @@ class SoftmaxFlattenSemantics(Rule):
         x = node.input(0)
         rank = x.rank if x is not None else None
         axis = int(node.attr("axis", 1))
+        if axis == -1:
+            return  # the last axis, whatever the rank: both meanings agree
         if rank is not None:
             if rank <= 2:
                 return

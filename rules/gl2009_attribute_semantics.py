@@ -44,6 +44,11 @@ def _training_input(node: Node, f: dict[str, Any]) -> Any:
     return True if bool(arr.reshape(-1)[0]) else None
 
 
+def _in_values(node: Node, f: dict[str, Any]) -> Any:
+    v = node.attr(f["attribute"])
+    return v if v in f["values"] else None
+
+
 # The `when` names used in rules/data/drift.toml: each returns the offending value or None.
 PREDICATES: dict[str, Callable[[Node, dict[str, Any]], Any]] = {
     "fmod-0-on-float": _fmod0_float,
@@ -51,6 +56,7 @@ PREDICATES: dict[str, Callable[[Node, dict[str, Any]], Any]] = {
     "zero": _zero,
     "nonzero": _nonzero,
     "training-input-not-false": _training_input,
+    "in-values": _in_values,
 }
 
 
@@ -66,7 +72,7 @@ class AttributeSemantics(Rule):
       `training_mode` input is true or not constant (opset 12+): training behaviour in an
       inference model;
     - on TensorRT: pooling `dilations` other than all ones and `TopK` with `sorted=0`, which
-      its parser rejects.
+      its parser rejects; on OpenVINO: `Pad` with `mode="wrap"`, which its frontend refuses.
 
     ## Why it matters
     onnxruntime fails a float `Mod` with `fmod=0` at run time ("fmod attribute must be true for

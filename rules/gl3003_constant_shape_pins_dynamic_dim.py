@@ -28,7 +28,8 @@ class ConstantShapePinsDynamicDim(Rule):
     input's when a declared dynamic dim changes (e.g. input `[batch, 32]` reshaped to the
     constant `[2, 32]`), and ops that force a dynamic dim to agree with a constant one
     (adding a `[7, 32]` constant to `[seq, 32]`). The finding says which value the dim is
-    pinned to.
+    pinned to. A warning when a constant leading dim plus `-1` folds the dynamic batch into
+    another axis (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
@@ -55,6 +56,18 @@ class ConstantShapePinsDynamicDim(Rule):
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
         for e in facts.events:
+            if e.kind == "fold" and input_symbols(facts, e.a):
+                n = e.node
+                if (n.label, str(e.a)) not in seen:
+                    seen.add((n.label, str(e.a)))
+                    yield ctx.finding(
+                        n,
+                        f"Node {quote(n.label)} ({n.op_type}) has a constant leading dim and a -1 that absorbs "
+                        f"the dynamic {describe_dim(facts, e.a)} into axis {e.axis} ({e.b}): samples of a batch "
+                        f"are merged, which only matches the export at one batch size.",
+                        value=e.va, severity=Severity.WARNING, symbol=str(e.a),
+                    )
+                continue
             if e.kind not in ("reshape", "pinned"):
                 continue
             sym_side, const_side = (e.a, e.b) if not e.a.is_const else (e.b, e.a)

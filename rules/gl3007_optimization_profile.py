@@ -10,6 +10,7 @@ from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
 from graphlint.shapes_spec import Profile
 
 MAX_EVALS = 48  # per dynamic axis
+WORK_BUDGET = 2_000_000  # node visits for the whole sweep: big graphs get fewer sample points
 
 
 def _fmt(shape) -> str:
@@ -131,6 +132,8 @@ class OptimizationProfile(Rule):
     def _sweep(self, ctx: RuleContext, usable: dict[str, Profile]) -> Iterator[Finding]:
         model = ctx.model
         opt = {n: p.opt for n, p in usable.items()}
+        axes = sum(1 for p in usable.values() for lo, hi in zip(p.min, p.max, strict=True) if lo != hi)
+        per_axis = max(2, min(MAX_EVALS, WORK_BUDGET // max(1, len(model.graph.nodes)) // max(1, axes)))
         reported: set[str] = set()
         for point in ("opt", "min", "max"):
             shapes = {n: getattr(p, point) for n, p in usable.items()}
@@ -149,7 +152,7 @@ class OptimizationProfile(Rule):
                 lo, hi = prof.min[axis], prof.max[axis]
                 if lo == hi:
                     continue
-                hit = self._first_break(model, opt, name, axis, prof)
+                hit = self._first_break(model, opt, name, axis, prof, per_axis)
                 if hit is None:
                     continue
                 value, e = hit
@@ -170,10 +173,15 @@ class OptimizationProfile(Rule):
                 )
 
     @staticmethod
-    def _first_break(model: Model, opt: dict, name: str, axis: int, prof: Profile) -> tuple[int, Event] | None:
+    def _first_break(model: Model, opt: dict, name: str, axis: int, prof: Profile,
+                     budget: int) -> tuple[int, Event] | None:
         evals = 0
         last_ok = None
-        for v in _candidates(prof.min[axis], prof.opt[axis], prof.max[axis]):
+        cands = _candidates(prof.min[axis], prof.opt[axis], prof.max[axis])
+        if len(cands) > budget:  # big graph: min, opt, max first, then evenly spaced points
+            step = max(1, len(cands) // budget)
+            cands = sorted({prof.min[axis], prof.opt[axis], prof.max[axis], *cands[::step]})
+        for v in cands:
             shape = list(prof.opt)
             shape[axis] = v
             errs = _breaks(model, {**opt, name: tuple(shape)})
@@ -182,7 +190,7 @@ class OptimizationProfile(Rule):
                 # refine: the first failing value between the last passing candidate and this one
                 start = prof.min[axis] if last_ok is None else last_ok + 1
                 for w in range(start, v):
-                    if evals >= MAX_EVALS:
+                    if evals >= budget:
                         break
                     shape[axis] = w
                     e2 = _breaks(model, {**opt, name: tuple(shape)})
@@ -191,6 +199,6 @@ class OptimizationProfile(Rule):
                         return w, e2[0]
                 return v, errs[0]
             last_ok = v
-            if evals >= MAX_EVALS:
+            if evals >= budget:
                 break
         return None

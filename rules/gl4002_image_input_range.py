@@ -9,6 +9,17 @@ from graphlint.analysis.shapes import ShapeFacts
 from graphlint.dtypes import FLOAT_TYPES
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
+NORMALIZATION_KEYS = ("image_mean", "image_std", "mean", "std", "normalize", "normalization", "rescale_factor")
+
+
+def _normalization_metadata(meta: dict[str, str]) -> str | None:
+    """The first metadata key that records preprocessing statistics (e.g. from an HF image processor)."""
+    for key in sorted(meta):
+        k = key.lower().rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+        if k in NORMALIZATION_KEYS:
+            return key
+    return None
+
 
 class ImageInputRange(Rule):
     """The graph converts pixels from 0..255 itself; feeding normalized floats breaks it silently.
@@ -17,7 +28,9 @@ class ImageInputRange(Rule):
     Image-like inputs whose in-graph preprocessing divides by 255 (or multiplies by 1/255):
     a float input means the graph expects float pixels in 0..255, a uint8 input that is cast
     and scaled means the graph expects raw bytes. A float input cast to uint8 inside the graph
-    is reported as a warning: values in [0,1] truncate to 0 and 1.
+    is reported as a warning: values in [0,1] truncate to 0 and 1. So is a float input that
+    reaches its first layer without any normalization while the model metadata records one
+    (`image_mean`, `image_std`, `rescale_factor`...): the pipeline must apply it.
 
     ## Why it matters
     Pipelines usually normalize before the model (`ToTensor` gives [0,1]). When the export
@@ -56,6 +69,17 @@ class ImageInputRange(Rule):
                 continue
             scale = chain.scale_255()
             if scale is None:
+                hint = _normalization_metadata(ctx.model.metadata)
+                if hint and v.dtype in FLOAT_TYPES and not any(
+                        op in ("Sub", "Div", "Mul", "Add") for op in chain.ops()):
+                    yield ctx.finding(
+                        None,
+                        f"Input {quote(v.name)} ({v.dtype}) reaches node "
+                        f"{quote(chain.first_layer.label if chain.first_layer else '?')} with no normalization in "
+                        f"the graph, but the model metadata names one ({hint}): the pipeline must apply it before "
+                        f"feeding the model.",
+                        value=v, severity=Severity.WARNING, expected_dtype=v.dtype, metadata_key=hint,
+                    )
                 continue
             if v.dtype == "uint8":
                 msg = (f"Input {quote(v.name)} is uint8 and node {quote(scale.node.label)} scales it by 1/255 after "

@@ -115,3 +115,13 @@ def test_unnamed_leading_dim(tmp_path):
     found = lint(f, "ort", "GL4007")
     assert [x.value for x in found] == ["image"] and "no name" in found[0].message
     assert lint(path("vision.onnx"), "ort", "GL4007") == []
+
+
+def test_float_input_without_in_graph_normalization_but_metadata_saying_so(tmp_path):
+    m = onnx.load(path("vision.onnx"))
+    onnx.helper.set_model_props(m, {"image_mean": "0.481,0.458,0.408", "image_std": "0.269,0.261,0.276"})
+    f = str(tmp_path / "meta.onnx")
+    onnx.save(m, f)
+    found = lint(f, "ort", "GL4002")
+    assert len(found) == 1 and found[0].properties["metadata_key"] == "image_mean"
+    assert lint(path("vision.onnx"), "ort", "GL4002") == []  # no metadata, no claim

@@ -102,3 +102,15 @@ def test_dropout_training_input(tmp_path):
     found = lint(save(dropout(True), tmp_path, "d.onnx"), "trt", "GL2009")
     assert [(f.node, f.rewrite.name) for f in found] == [("do", "fold-constants")]
     assert lint(save(dropout(False), tmp_path, "d0.onnx"), "trt", "GL2009") == []
+
+
+def test_pad_wrap_on_openvino(tmp_path):
+    pad = tiny([helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap", name="pad")], {"x": (np.float32, [3, 4])},
+               {"y": (np.float32, [3, 6])}, 19, {"p": np.array([0, 1, 0, 1], np.int64)})
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(run_ort(pad, {"x": x})[0], [3, 0, 1, 2, 3, 0])
+    with pytest.raises(EngineError):
+        run_openvino(pad, {"x": x})
+    path = save(pad, tmp_path, "pad.onnx")
+    assert [(f.node, f.severity.label) for f in lint(path, "openvino", "GL2009")] == [("pad", "error")]
+    assert lint(path, "ort", "GL2009") == []

@@ -126,3 +126,20 @@ def test_target_modes_documented_for_trt(tmp_path):
     assert not np.allclose(run_ort(anti, {"x": X}), run_ort(plain, {"x": X}))
     found = lint(save(anti, tmp_path, "aa.onnx"), "trt", "GL2001")
     assert [f.properties["attribute"] for f in found] == ["antialias"]
+
+
+def test_half_pixel_symmetric_refused_by_openvino(tmp_path):
+    m = tiny([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear",
+                               coordinate_transformation_mode="half_pixel_symmetric", name="hps")],
+             {"x": (np.float32, [1, 1, 4, 4])}, {"y": (np.float32, [1, 1, 6, 6])}, 19,
+             {"scales": np.array([1, 1, 1.5, 1.5], np.float32)})
+    run_ort(m, {"x": X})  # onnxruntime runs it
+    with pytest.raises(EngineError):
+        run_openvino(m, {"x": X})  # OpenVINO's frontend refuses it
+    path = save(m, tmp_path, "hps.onnx")
+    for target in ("openvino", "trt"):
+        found = lint(path, target, "GL2001")
+        assert [(f.node, f.severity.label, f.properties["attr_value"]) for f in found] == [
+            ("hps", "error", "half_pixel_symmetric")], target
+        assert found[0].rewrite.params["mode"] == "half_pixel" and not found[0].rewrite.safe
+    assert lint(path, "ort", "GL2001") == []

@@ -68,3 +68,13 @@ def test_no_finding_where_meanings_agree(tmp_path):
     # default axis (1) on rank 3 does drift
     assert [f.properties["axis"] for f in lint(save(softmax(11, axis=None), tmp_path, "d.onnx"), "ort", "GL2003")] \
         == [1]
+
+
+def test_unknown_rank(tmp_path):
+    def unranked(axis: int) -> onnx.ModelProto:
+        return tiny([helper.make_node("Softmax", ["x"], ["y"], axis=axis, name="sm")], {"x": (np.float32, None)},
+                    {"y": (np.float32, None)}, 11)
+
+    assert lint(save(unranked(-1), tmp_path, "a.onnx"), "ort", "GL2003") == []  # last axis at any rank
+    found = lint(save(unranked(1), tmp_path, "b.onnx"), "ort", "GL2003")
+    assert [(f.node, f.properties.get("rank")) for f in found] == [("sm", None)]

@@ -62,7 +62,8 @@ def valid_graphs(draw) -> onnx.ModelProto:
     cur = "x"
     for i in range(draw(st.integers(1, 8))):
         out = f"t{i}"
-        kind = draw(st.sampled_from(["unary", "binary", "softmax", "transpose", "reduce", "unsqueeze"]))
+        kind = draw(st.sampled_from(["unary", "binary", "softmax", "transpose", "reduce", "unsqueeze", "concat",
+                                     "matmul", "flatten", "slice", "cast"]))
         if kind == "unary":
             nodes.append(h.make_node(draw(st.sampled_from(UNARY)), [cur], [out], name=f"n{i}"))
         elif kind == "binary":
@@ -91,6 +92,30 @@ def valid_graphs(draw) -> onnx.ModelProto:
             inits.append(onnx.numpy_helper.from_array(np.array([0], np.int64), f"ax{i}"))
             nodes.append(h.make_node("Unsqueeze", [cur, f"ax{i}"], [out], name=f"n{i}"))
             shape = [1, *shape]
+        elif kind == "concat":
+            axis = draw(st.integers(0, len(shape) - 1))
+            nodes.append(h.make_node("Concat", [cur, cur], [out], name=f"n{i}", axis=axis))
+            shape[axis] = shape[axis] * 2 if isinstance(shape[axis], int) else None
+        elif kind == "matmul" and isinstance(shape[-1], int):
+            n = draw(st.integers(1, 6))
+            inits.append(onnx.numpy_helper.from_array(np.ones((shape[-1], n), DTYPES[elem]), f"w{i}"))
+            nodes.append(h.make_node("MatMul", [cur, f"w{i}"], [out], name=f"n{i}"))
+            shape[-1] = n
+        elif kind == "flatten" and len(shape) >= 2:
+            inits.append(onnx.numpy_helper.from_array(np.array([0, -1], np.int64), f"s{i}"))
+            nodes.append(h.make_node("Reshape", [cur, f"s{i}"], [out], name=f"n{i}"))
+            rest = shape[1:]
+            shape = [shape[0], int(np.prod(rest)) if all(isinstance(d, int) for d in rest) else None]
+        elif kind == "slice" and any(isinstance(d, int) and d > 1 for d in shape):
+            axis = next(k for k, d in enumerate(shape) if isinstance(d, int) and d > 1)
+            for nm, val in (("st", 0), ("en", shape[axis] - 1), ("ax", axis)):
+                inits.append(onnx.numpy_helper.from_array(np.array([val], np.int64), f"{nm}{i}"))
+            nodes.append(h.make_node("Slice", [cur, f"st{i}", f"en{i}", f"ax{i}"], [out], name=f"n{i}"))
+            shape[axis] -= 1
+        elif kind == "cast":
+            other = T.FLOAT16 if elem == T.FLOAT else T.FLOAT
+            nodes.append(h.make_node("Cast", [cur], [f"{out}c"], name=f"n{i}c", to=other))
+            nodes.append(h.make_node("Cast", [f"{out}c"], [out], name=f"n{i}", to=elem))
         else:
             nodes.append(h.make_node("Identity", [cur], [out], name=f"n{i}"))
         cur = out

@@ -205,3 +205,67 @@ def test_stat_only_checks_never_open_special_files(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     r = lint_cli(str(fifo))  # would block forever if it were opened
     assert r.code == 2 and "not a regular file" in r.err
+
+
+def test_fix_on_hostile_inputs_never_touches_them(tmp_path):
+    """`fix` on unreadable or hostile models: exit 2 (or 1), input bytes unchanged, no output, no temp files."""
+    import hashlib
+
+    from tests.test_hostile_external import ext_model
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.bin").write_bytes(b"\0" * 64)
+    data = relu_model().SerializeToString()
+    cases = {}
+    for name, blob in (("empty", b""), ("random", os.urandom(300)), ("truncated", data[: len(data) // 2])):
+        (tmp_path / f"{name}.onnx").write_bytes(blob)
+        cases[name] = str(tmp_path / f"{name}.onnx")
+    cases["escape"] = ext_model(str(tmp_path / "esc"), "../outside/secret.bin")
+    for name, path in cases.items():
+        with open(path, "rb") as f:
+            before = hashlib.sha256(f.read()).hexdigest()
+        listing = sorted(os.listdir(os.path.dirname(path)))
+        for args in (["--in-place"], ["-o", os.path.join(os.path.dirname(path), "fixed.onnx")]):
+            r = lint_cli("fix", path, "--target", "ort", *args)
+            assert r.code in (1, 2), (name, args, r.code, r.err)
+            assert "Traceback" not in r.err and "internal error" not in r.err, r.err
+            if r.code == 2:
+                assert len(r.err.strip().splitlines()) == 1 and path in r.err, r.err
+            with open(path, "rb") as f:
+                assert hashlib.sha256(f.read()).hexdigest() == before, (name, args)
+            assert sorted(os.listdir(os.path.dirname(path))) == listing, (name, args)
+
+
+def _children() -> list[int]:
+    me = str(os.getpid())
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:  # field 4 of stat: the parent pid
+                kids.append(int(entry))
+    return kids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list child processes")
+def test_time_budget_leaves_no_inference_child_running(tmp_path):
+    """Big models infer shapes in a forked child; running out of budget must kill and reap it."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    n = 6000
+    nodes = [h.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"r{i}") for i in range(n)]
+    g = h.make_graph(nodes, "chain", [h.make_tensor_value_info("v0", T.FLOAT, [1, 4])],
+                     [h.make_tensor_value_info(f"v{n}", T.FLOAT, [1, 4])])
+    p = save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path), "chain.onnx")
+    before = set(_children())
+    for budget in (0.05, 0.15, 0.3, 0.6):
+        run = lint_paths([p], LintOptions(targets=["ort"], time_budget=budget))
+        if run.failures:
+            assert "time budget" in run.failures[0].message
+        assert set(_children()) <= before, budget

@@ -240,3 +240,21 @@ def test_symlink_to_a_device_is_not_read(tmp_path):
     p = tmp_path / "zero.onnx"
     os.symlink("/dev/zero", p)
     assert_input_error(str(p), str(tmp_path), says="not a regular file")
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    """proto2 hands invalid UTF-8 strings back as bytes: they must not reach sorting or JSON."""
+    m = relu()
+    m.graph.node[0].name = "NAME_A"
+    m.graph.output[0].name = "OUT_B"
+    m.graph.node[0].output[0] = "OUT_B"
+    m.metadata_props.add(key="k", value="META_C")
+    data = m.SerializeToString()
+    for marker, junk in ((b"NAME_A", b"\xff\xfeAAAA"), (b"OUT_B", b"o\xc3(BB"), (b"META_C", b"\x80CCCCC")):
+        data = data.replace(marker, junk)  # same length: the protobuf framing stays valid
+    p = write(tmp_path, "utf8.onnx", data)
+    run = assert_loads(p, str(tmp_path))
+    assert "not valid UTF-8" in messages(run)
+    model = load_model(p)
+    assert model.graph.nodes[0].name == "\ufffd\ufffdAAAA" and "o\ufffd(BB" in model.graph.values
+    assert isinstance(model.proto.graph.output[0].name, str)

@@ -265,3 +265,29 @@ def test_input_used_as_shape_tensor(tmp_path):
     found = lint(f, "trt", "GL3006")
     assert [x.value for x in found] == ["n"]
     assert lint(path("fusion.onnx"), "trt", "GL3006") == []
+
+
+def test_reshape_that_folds_the_batch_into_another_axis(tmp_path):
+    import torch
+
+    from testmodels.common import torch_export
+
+    class Fold(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(1, -1, 4).sum(dim=1)  # the bug: 1 where x.shape[0] belongs
+
+    class Keep(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0], -1, 4).sum(dim=1)
+
+    axes = {"x": {0: "batch"}}
+    bad = torch_export(Fold(), (torch.randn(1, 3, 4),), str(tmp_path / "fold.onnx"), opset=17, input_names=["x"],
+                       dynamic_axes=axes)
+    good = torch_export(Keep(), (torch.randn(1, 3, 4),), str(tmp_path / "keep.onnx"), opset=17,
+                        input_names=["x"], dynamic_axes=axes)
+    found = lint(bad, "ort", "GL3003")
+    assert len(found) == 1 and found[0].severity.label == "warning" and found[0].properties["symbol"] == "batch"
+    assert lint(good, "ort", "GL3003") == []
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    assert _session(bad).run(None, {"x": x})[0].shape == (1, 4)  # two samples in, one row out
+    assert _session(good).run(None, {"x": x})[0].shape == (2, 4)

@@ -113,3 +113,23 @@ def test_suppression_file_parsing(tmp_path):
     assert (a.rule, a.model, a.node, a.target) == ("target-support", "models/*.onnx", "fast_*", "*")
     assert (b.rule, b.model, b.node, b.target) == ("drift", "*", "*", "ort")
     assert a.base == str(tmp_path)
+
+
+def test_openvino_rt_info_suppression(tmp_path):
+    """OpenVINO IR carries the suppression in rt_info (graphlint_ignore), written by OpenVINO itself."""
+    import openvino as ov
+
+    from testmodels import build_core
+    from testmodels.common import cached
+
+    src = os.path.join(cached("core", build_core.build), "convnet.xml")
+    plain = run_cli(src, "--target", "openvino", "--format", "json")
+    assert plain.json()["models"][0]["findings"], "the IR has findings to suppress"
+    model = ov.Core().read_model(src)
+    model.set_rt_info("*", "graphlint_ignore")
+    model.set_rt_info("layouts are set by the application", "graphlint_ignore_reason")
+    ov.save_model(model, str(tmp_path / "owned.xml"), compress_to_fp16=False)
+    r = run_cli("owned.xml", "--target", "openvino", "--format", "json", cwd=str(tmp_path))
+    findings = r.json()["models"][0]["findings"]
+    assert r.code == 0 and len(findings) == len(plain.json()["models"][0]["findings"])
+    assert {f["suppressed"] for f in findings} == {"layouts are set by the application"}

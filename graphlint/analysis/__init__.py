@@ -4,6 +4,9 @@ An analysis is a function ``(model, target) -> result`` registered under a name 
 :func:`analysis`. Rules list the names they need in ``requires`` and read results with
 ``ctx.analysis(name)``; the first request computes, later ones hit the cache. Modules in
 this package register themselves on import; a rule pack may register its own.
+
+An analysis that does not depend on the target says so (``per_target=False``): it is then
+computed once per model and shared by every ``--target`` of the run, instead of once per target.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ if TYPE_CHECKING:
 
 AnalysisFn = Callable[["Model", "Target"], Any]
 _REGISTRY: dict[str, AnalysisFn] = {}
+_PER_MODEL: set[str] = set()  # analyses that ignore the target: one result per model
 _loaded = False
 
 
-def analysis(name: str) -> Callable[[AnalysisFn], AnalysisFn]:
+def analysis(name: str, *, per_target: bool = True) -> Callable[[AnalysisFn], AnalysisFn]:
     def register(fn: AnalysisFn) -> AnalysisFn:
         _REGISTRY[name] = fn
+        if per_target:
+            _PER_MODEL.discard(name)
+        else:
+            _PER_MODEL.add(name)
         return fn
 
     return register
@@ -55,7 +63,13 @@ class Analyses:
         fn = _REGISTRY.get(name)
         if fn is None:
             raise KeyError(f"no analysis named {name!r} (known: {', '.join(sorted(_REGISTRY))})")
+        shared = self.model.precomputed.setdefault("analyses", {}) if name in _PER_MODEL else None
+        if shared is not None and name in shared:  # computed for an earlier target of this run
+            result = self._cache[name] = shared[name]
+            return result
         t0 = time.perf_counter()
         result = self._cache[name] = fn(self.model, self.target)
         self.timings[name] = time.perf_counter() - t0
+        if shared is not None:
+            shared[name] = result
         return result

@@ -44,7 +44,7 @@ def channel_axis(shape: tuple | None) -> tuple[bool, int | None]:
     return c1 or c3 or all(not isinstance(d, int) for d in shape[1:]), None
 
 
-@analysis("image_inputs")
+@analysis("image_inputs", per_target=False)
 def image_inputs(model: Model, target) -> list[ImageInput]:
     out = []
     for v in model.graph.inputs:

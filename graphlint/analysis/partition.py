@@ -93,12 +93,16 @@ def compute(model: Model, sup: Support) -> Partition:
             i = parent[i]
         return i
 
+    ok = [True] * len(nodes)
+    for i in rejected:
+        ok[i] = False
     for n in nodes:
-        ok = n.index not in rejected
+        i, status = n.index, ok[n.index]
         for v in n.outputs:
             for c in v.consumers:
-                if c.graph is main and (c.index not in rejected) == ok:
-                    a, b = find(n.index), find(c.index)
+                j = c.index
+                if c.graph is main and ok[j] == status:
+                    a, b = find(i), find(j)
                     if a != b:
                         parent[max(a, b)] = min(a, b)
     groups: dict[int, list[Node]] = {}
@@ -106,8 +110,9 @@ def compute(model: Model, sup: Support) -> Partition:
         groups.setdefault(find(n.index), []).append(n)
     islands = []
     for members in sorted(groups.values(), key=lambda g: g[0].index):
-        island = Island(members[0].index not in rejected, members)
-        _boundaries(island)
+        island = Island(ok[members[0].index], members)
+        if not island.supported:  # boundaries are reported for unsupported islands only
+            _boundaries(island)
         islands.append(island)
     return Partition(islands, len(nodes), len(nodes) - len(rejected))
 

@@ -39,7 +39,8 @@ SShape = tuple[SDim, ...] | None
 MAX_CONST = 4096  # elements: larger constants are never folded or read for analysis
 MAX_SVAL = 64  # longest 1-D int tensor tracked symbolically
 ORT_FALLBACK_MAX_NODES = 20000
-INT_MAX = 2**62  # ONNX "to the end" sentinels (INT64_MAX) are anything above this
+INT_MAX = 2**62
+SHAPE_DTYPES = frozenset({"int64", "int32"})  # what shape values are computed in  # ONNX "to the end" sentinels (INT64_MAX) are anything above this
 
 
 _PLACEHOLDER = re.compile(r"^unk__\d+$")
@@ -57,7 +58,9 @@ def unnamed_symbol(inp: str, axis: int) -> str:
 
 @dataclass
 class Event:
-    """An op needs two dims to agree. ``kind``: mismatch | pinned | conflict | reshape."""
+    """An op needs two dims to agree. ``kind``: mismatch | pinned | conflict | reshape, or
+    ``fold``: a Reshape with a constant leading dim moved the dynamic leading dim ``a`` into axis
+    ``axis`` (now ``b``)."""
 
     kind: str
     node: Node
@@ -113,6 +116,8 @@ class ShapeFacts:
         s = self.svals.get(v)
         if s is not None:
             return s
+        if v.dtype is not None and v.dtype not in SHAPE_DTYPES:
+            return None
         a = self.const(v)
         if a is not None and a.ndim <= 1 and a.size <= MAX_SVAL and a.dtype.kind in "iu":
             s = [Poly.const(int(x)) for x in a.reshape(-1)]
@@ -144,13 +149,19 @@ class _Pass:
         self.model = model
         self.env = env
         self.f = ShapeFacts(env=env)
+        self._converted: dict[tuple, SShape] = {}  # IR shape -> polys (shapes repeat a lot)
 
     def base(self, v: Value) -> SShape:
-        if v.shape is None:
+        """The shape ONNX inference left on the value, as polys (symbols bound when evaluating)."""
+        shape = v.shape
+        if shape is None:
             return None
-        dims = tuple(None if is_placeholder(d) else to_poly(d) for d in v.shape)
-        if self.env:
-            dims = tuple(None if d is None else d.subs(self.env) for d in dims)
+        dims = self._converted.get(shape)
+        if dims is None:
+            dims = tuple(None if is_placeholder(d) else to_poly(d) for d in shape)
+            if self.env:
+                dims = tuple(None if d is None else d.subs(self.env) for d in dims)
+            self._converted[shape] = dims
         return dims
 
     def declared(self, v: Value, base: SShape) -> SShape:
@@ -178,7 +189,11 @@ class _Pass:
                 dims.append(p.subs(self.env) if self.env else p)
             f.shapes[v] = tuple(dims)
         for node in g.nodes:
-            self.visit(node)
+            try:
+                self.visit(node)
+            except Exception:  # a malformed node must not cost every shape rule its answer
+                for v in node.outputs:
+                    f.shapes.setdefault(v, self.base(v))
         return f
 
     def visit(self, node: Node) -> None:
@@ -200,9 +215,9 @@ class _Pass:
                     return
         handler = HANDLERS.get(node.op_type) if node.domain in (ONNX_DOMAIN, "com.microsoft") else None
         bases = [self.base(v) for v in outs]
-        if handler is not None and node.op_type not in CHECKED and len(outs) == 1:
-            if bases[0] is not None and None not in bases[0]:
-                handler = None  # inference already knows it and the op constrains nothing: skip the work
+        known = len(outs) == 1 and bases[0] is not None and None not in bases[0]
+        if handler is not None and known and node.op_type not in CHECKED:
+            handler = None  # inference already knows it and the op constrains nothing: skip the work
         results: list[SShape] = []
         if handler is not None:
             try:
@@ -217,7 +232,7 @@ class _Pass:
                 if _contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
             f.shapes[v] = _merge(mine, base)
-        if node.op_type in SVAL_OPS and outs:
+        if node.op_type in SVAL_OPS and outs and _maybe_shape_value(outs[0], f.shapes.get(outs[0])):
             try:
                 sv = SVAL_OPS[node.op_type](node, self)
             except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
@@ -260,6 +275,11 @@ class _Pass:
             return a if a.is_const else b
         self.event("mismatch", node, a, b, va, vb, axis)
         return a
+
+
+def _maybe_shape_value(v: Value, shape: SShape) -> bool:
+    """Only int tensors of rank 0 or 1 can carry dims (cheap filter before the value ops)."""
+    return (v.dtype is None or v.dtype in SHAPE_DTYPES) and (shape is None or len(shape) <= 1)
 
 
 def _contradicts(declared: SShape, computed: SShape) -> bool:
@@ -457,8 +477,13 @@ def _reshape(node: Node, p: _Pass) -> list[SShape]:
                 p.event("reshape", node, total, known, data, node.input(1), None)
                 q = None
             out[neg] = q
+            lead = sin[0] if sin else None
+            if (q is not None and neg > 0 and lead is not None and not lead.is_const and out[0] is not None
+                    and out[0].is_const and lead.symbols <= q.symbols):
+                # x.reshape(1, -1, D) on [batch, ...]: the batch is folded into another axis
+                p.event("fold", node, lead, q, data, node.input(1), neg)
     elif total is not None:
-        want = product(out)
+        want = product(tuple(out))
         if want is not None and want != total:
             p.event("reshape", node, total, want, data, node.input(1), None)
     return [tuple(out)]
@@ -1061,7 +1086,7 @@ def evaluate(model: Model, input_shapes: Mapping[str, tuple[int, ...]]) -> Shape
     return run(model, env)
 
 
-@analysis("shapes")
+@analysis("shapes", per_target=False)  # target-independent: once per model
 def shapes_analysis(model: Model, target) -> ShapeFacts:
     values = _tensor_values(model)
     stats = model.stats

@@ -102,6 +102,10 @@ def _attr(node: Node, name: str) -> Any:
     """The node's attribute, or the schema default at the node's opset (None when neither)."""
     if name in node.attrs:
         return node.attrs[name]
+    return _default(node, name)
+
+
+def _default(node: Node, name: str) -> Any:
     schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
     if schema is None or name not in schema.attributes:
         return None
@@ -176,8 +180,8 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
         val = _attr(node, c["attr"])
         if val is not None and val not in c["values"]:
             return (f"sets {c['attr']}={val!r}; the engine takes only {_fmt(c['values'])}", f"attr:{c['attr']}")
-    elif kind == "attr_absent":
-        bad = [a for a in c["attrs"] if a in node.attrs and node.attrs[a] not in (0, 0.0, None, "", [])]
+    elif kind == "attr_absent":  # unsupported unless left at the schema default
+        bad = [a for a in c["attrs"] if a in node.attrs and node.attrs[a] != _default(node, a)]
         if bad:
             return (f"sets {', '.join(bad)}, which the engine does not support", f"attr:{bad[0]}")
     elif kind == "attr_ignored":
@@ -208,6 +212,9 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             if v is None:
                 continue
             name = _input_name(node, i)
+            allow = c.get("allow_len")
+            if allow and v.shape is not None and len(v.shape) == 1 and v.shape[0] in allow:
+                continue  # the output rank is still known (e.g. one run-time axis)
             if not is_constant(v, initializer_only=init_only):
                 what = "an initializer" if init_only else "a build-time constant"
                 return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
@@ -335,10 +342,11 @@ def fused_entry(target: Target, node: Node) -> dict[str, Any] | None:
 def fused_rewrite(target: Target, node: Node, entry: dict[str, Any]) -> Rewrite:
     if target.name == "trt" and entry.get("trt_plugin"):
         plugin = entry["trt_plugin"]
+        note = f"; {entry['trt_plugin_note']}" if entry.get("trt_plugin_note") else ""
         return Rewrite("trt-plugin", {"node": node.label, "plugin": plugin}, safe=False,
-                       description=f"map onto the TensorRT plugin {plugin} ({entry.get('trt_plugin_note', '')})".rstrip(" ()"))
+                       description=f"map onto the TensorRT plugin {plugin}{note} (or un-fuse: {entry.get('standard')})")
     desc = f"un-fuse to standard ONNX: {entry['standard']}" if entry.get("standard") else "un-fuse to standard ONNX"
-    return Rewrite("unfuse-contrib", {"node": node.label, "op_type": node.op_type, "domain": node.domain},
+    return Rewrite("unfuse-contrib", {"node": node.label, "op_type": node.op_type},
                    safe=True, description=desc)
 
 
@@ -351,7 +359,7 @@ def _fused_source(target: Target, entry: dict[str, Any]) -> str:
 # TensorRT
 
 
-def _trt(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
     ops = table["ops"]
     row = ops.get(node.op_type)
     title = target.title
@@ -422,7 +430,7 @@ def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str,
 
 
 @functools.cache
-def _ort_since(table_id: int, domain: str, op: str, opset: int, schema_versions: tuple[int, ...]) -> int | None:
+def _ort_since(domain: str, op: str, opset: int, schema_versions: tuple[int, ...]) -> int | None:
     best = None
     for s in schema_versions:
         if s <= opset and (best is None or s > best):
@@ -430,12 +438,17 @@ def _ort_since(table_id: int, domain: str, op: str, opset: int, schema_versions:
     return best
 
 
-def _ort(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
     if node.op_type in table.get("graph_ops", {}).get(node.domain, ()):
         return []
     dom = table["domains"].get(node.domain)
-    fused = fused_entry(target, node)
     entry = dom.get(node.op_type) if dom is not None else None
+    opset = int(node.opset) if isinstance(node.opset, int) else 1
+    verdict = _ort_kernel(table, entry, node, opset) if entry is not None else ("op", "", 0)
+    if verdict is None:
+        constraints = entry.get("constraints")
+        return check_constraints(node, constraints, _src(table, entry.get("row"))) if constraints else []
+    fused = fused_entry(target, node)
     title = target.title
     cat = FUSED if fused else UNSUPPORTED
     rw = fused_rewrite(target, node, fused) if fused else None
@@ -447,31 +460,140 @@ def _ort(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
         src = _fused_source(target, fused) if fused else table["source"]
         return [Issue(cat, Severity.ERROR, reason, "op", src, rewrite=rw)]
     src = _src(table, entry.get("row"))
-    opset = int(node.opset) if isinstance(node.opset, int) else 1
-    versions = tuple(int(v) for v in entry["schemas"]) or tuple(k["range"][0] for k in entry["kernels"])
-    since = _ort_since(id(table), node.domain, node.op_type, opset, versions)
-    if since is None:
-        return [Issue(cat, Severity.ERROR, f"has no schema at opset {opset} in {title}", "opset", src, rewrite=rw)]
+    kind, detail, since = verdict
+    if kind == "fp16":
+        return [Issue(DTYPE, Severity.WARNING, f"({node.op_type}-{since}) has no float16 CPU kernel: {title} runs it "
+                                               f"in float32 between inserted Casts", "dtype:float16", src)]
     schema = entry["schemas"].get(str(since)) or {}
+    if schema.get("function") and model is not None:
+        # No kernel: ORT inlines the op's function body (once; ops in it must have kernels).
+        body = _ort_function_body(node, model, opset)
+        if body is not None:
+            graph_ops = table.get("graph_ops", {})
+            for sub in body:
+                if sub.op_type in graph_ops.get(sub.domain, ()):
+                    continue
+                sub_entry = table["domains"].get(sub.domain, {}).get(sub.op_type)
+                sub_verdict = (("op", "no kernel", 0) if sub_entry is None else
+                               _ort_kernel(table, sub_entry, sub, int(sub.opset)))
+                if sub_verdict is not None and sub_verdict[0] not in ("fp16", "dtype") and sub_entry is not None \
+                        and (sub_entry["schemas"].get(str(sub_verdict[2])) or {}).get("function") == "context":
+                    continue  # nested context-dependent functions (CastLike) are inlined too [observed]
+                if sub_verdict is not None and sub_verdict[0] != "fp16":
+                    return [Issue(DTYPE if sub_verdict[0] == "dtype" else cat, Severity.ERROR,
+                                  f"({node.op_type}-{since}) {detail}; {title} inlines its function body, whose "
+                                  f"{sub.op_type} node {sub_verdict[1]}", f"function:{sub.op_type}", src, rewrite=rw)]
+            return []
+        return []  # body not expandable here: trust ORT's inlining
+    if kind == "dtype":
+        return [Issue(DTYPE, Severity.ERROR, f"({node.op_type}-{since}) {detail}", f"dtype:{detail}", src)]
+    return [Issue(cat, Severity.ERROR, f"({node.op_type}-{since} at opset {opset}) {detail}", "opset", src, rewrite=rw)]
+
+
+def _ort_kernel(table: dict[str, Any], entry: dict[str, Any], node: Any, opset: int) -> tuple[str, str, int] | None:
+    """None when a CPU kernel takes the node; else (kind, detail, since-version)."""
+    memo = table.setdefault("_memo", {})  # in-memory only: (domain, op, opset[, types]) -> verdict
+    key = (node.domain, node.op_type, opset)
+    resolved = memo.get(key)
+    if resolved is None:
+        resolved = memo[key] = _ort_resolve(table, entry, node.domain, node.op_type, opset)
+    since, combos, schema, failure = resolved
+    if failure is not None:
+        return failure
+    binding = _bind(node, schema)
+    if not binding:
+        return None
+    tkey = (key, tuple(sorted(binding.items())))
+    if tkey not in memo:
+        memo[tkey] = _ort_types(binding, combos, since)
+    return memo[tkey]
+
+
+def _ort_resolve(table: dict[str, Any], entry: dict[str, Any], domain: str, op: str, opset: int) -> tuple:
+    """(since, type combos, schema, failure) for an op at an opset: the part shared by all its nodes."""
+    versions = tuple(int(v) for v in entry["schemas"]) or tuple(k["range"][0] for k in entry["kernels"])
+    since = _ort_since(domain, op, opset, versions)
+    if since is None:
+        return (0, [], None, ("opset", f"has no schema at opset {opset}", 0))
     start_only = table.get("open_range_matches_start_only", False)
     kernels = [k for k in entry["kernels"] if k["range"][0] == since or (
         k["range"][0] < since and ((k["range"][1] is not None and since <= k["range"][1]) or
                                    (k["range"][1] is None and not start_only)))]
     if not kernels:
-        if schema.get("function"):
-            return []  # ORT inlines the op's function body
         have = ", ".join(f"{k['range'][0]}-{k['range'][1] or k['range'][0]}" for k in entry["kernels"]) or "none"
-        return [Issue(cat, Severity.ERROR, f"({node.op_type}-{since} at opset {opset}) has no {title} CPU kernel "
-                                           f"(kernels registered for versions: {have})", "opset", src, rewrite=rw)]
-    binding = _bind(node, schema)
-    if binding:
-        combos = [c for k in kernels for c in k["types"]]
-        if not any(_combo_ok(c, binding) for c in combos) and not schema.get("function"):
-            got = ", ".join(f"{k}={v}" for k, v in sorted(binding.items()))
-            return [Issue(DTYPE, Severity.ERROR, f"({node.op_type}-{since}) has no {title} CPU kernel for element "
-                                                 f"types {got}", f"dtype:{got}", src,
-                          extra={"types": binding})]
-    return check_constraints(node, entry.get("constraints", ()), src)
+        return (since, [], None, ("opset", f"has no CPU kernel (kernels registered for versions: {have})", since))
+    return (since, [c for k in kernels for c in k["types"]], entry["schemas"].get(str(since)), None)
+
+
+def _ort_types(binding: dict[str, str], combos: list[dict[str, list[str]]], since: int) -> tuple[str, str, int] | None:
+    if any(_combo_ok(c, binding) for c in combos):
+        return None
+    widened = {k: ("float32" if v == "float16" else v) for k, v in binding.items()}
+    if widened != binding and any(_combo_ok(c, widened) for c in combos):
+        return ("fp16", "float16", since)  # InsertCastTransformer runs it in float32
+    got = ", ".join(f"{k}={v}" for k, v in sorted(binding.items()))
+    return ("dtype", f"has no CPU kernel for element types {got}", since)
+
+
+class _BodyValue:
+    __slots__ = ("dtype", "name")
+
+    def __init__(self, name: str, dtype: str | None) -> None:
+        self.name, self.dtype = name, dtype
+
+
+class _BodyNode:
+    """A node of an inlined function body, shaped like ir.Node for the kernel check."""
+
+    __slots__ = ("domain", "inputs", "op_type", "opset", "outputs")
+
+    def __init__(self, op_type: str, domain: str, opset: int, inputs: list, outputs: list) -> None:
+        self.op_type, self.domain, self.opset, self.inputs, self.outputs = op_type, domain, opset, inputs, outputs
+
+
+def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] | None:
+    """The nodes ORT gets when it inlines ``node``'s schema function, with inferred element types."""
+    import onnx
+    import onnx.defs
+    import onnx.inliner
+    from onnx import helper
+
+    proto = model.proto
+    if proto is None or node.graph is not model.graph or node.index >= len(proto.graph.node):
+        return None
+    np_ = proto.graph.node[node.index]
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "" if node.domain == ONNX_DOMAIN else node.domain)
+        types = []
+        for v in node.inputs:
+            t = onnx.TypeProto()
+            if v is not None and v.dtype in dtypes.ONNX_ENUM:
+                t.tensor_type.elem_type = dtypes.ONNX_ENUM[v.dtype]
+            types.append(t.SerializeToString())
+        if schema.has_context_dependent_function:
+            fn = onnx.FunctionProto.FromString(
+                schema.get_context_dependent_function_with_opset_version(opset, np_.SerializeToString(), types))
+        else:
+            raw = schema.get_function_with_opset_version(opset)
+            fn = onnx.FunctionProto.FromString(raw) if isinstance(raw, bytes) else (raw or schema.function_body)
+        fn.domain, fn.name = "graphlint.inline", node.op_type
+        call = helper.make_node(node.op_type, list(np_.input), list(np_.output), domain="graphlint.inline")
+        call.attribute.extend(np_.attribute)
+        inputs = [helper.make_tensor_value_info(v.name, dtypes.ONNX_ENUM.get(v.dtype or "", 0), None)
+                  for v in node.inputs if v is not None and v.name]
+        outputs = [helper.make_tensor_value_info(v.name, 0, None) for v in node.outputs if v.name]
+        opsets = [*list(proto.opset_import), helper.make_opsetid("graphlint.inline", 1)]
+        m = helper.make_model(helper.make_graph([call], "f", inputs, outputs), opset_imports=opsets,
+                              functions=[fn], ir_version=proto.ir_version or 10)
+        m = onnx.shape_inference.infer_shapes(onnx.inliner.inline_local_functions(m))
+    except Exception:  # malformed node or an onnx without the API: no body to check
+        return None
+    types_of = {vi.name: dtypes.onnx_dtype(vi.type.tensor_type.elem_type)
+                for vi in (*m.graph.value_info, *m.graph.input, *m.graph.output)}
+    versions = {o.domain or ONNX_DOMAIN: o.version for o in m.opset_import}
+    return [_BodyNode(n.op_type, n.domain or ONNX_DOMAIN, versions.get(n.domain or ONNX_DOMAIN, opset),
+                      [_BodyValue(i, types_of.get(i)) for i in n.input],
+                      [_BodyValue(o, types_of.get(o)) for o in n.output]) for n in m.graph.node]
 
 
 def _bind(node: Node, schema: dict[str, Any] | None) -> dict[str, str]:
@@ -506,7 +628,7 @@ def _combo_ok(combo: dict[str, list[str]], binding: dict[str, str]) -> bool:
 # OpenVINO (ONNX frontend)
 
 
-def _ov(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
+def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
     dom = table["domains"].get(node.domain)
     entry = dom.get(node.op_type) if dom else None
     fused = fused_entry(target, node)
@@ -525,6 +647,13 @@ def _ov(node: Node, target: Target, table: dict[str, Any]) -> list[Issue]:
     if opset < entry["since"]:
         return [Issue(cat, Severity.ERROR, f"has no conversion rule in {title}'s ONNX frontend at opset {opset} "
                                            f"(first translator: opset {entry['since']})", "opset", src, rewrite=rw)]
+    io_kinds = table.get("io_refused_kinds", ())
+    for v in (*node.inputs, *node.outputs):
+        if v is not None and v.dtype in io_kinds and (v.is_input or v.is_output) and v.graph.owner is None:
+            return [Issue(DTYPE, Severity.ERROR, f"has {v.dtype.replace('_type', '')}-typed graph "
+                                                 f"{'input' if v.is_input else 'output'} '{v.name}'; {title}'s CPU "
+                                                 f"plugin cannot compile dynamic-rank model inputs/outputs",
+                          f"io:{v.dtype}", table["source"], extra={"value": v.name})]
     refused = set(table.get("element_types", {}).get("refused", ()))
     if refused:
         for v in (*node.inputs, *node.outputs):
@@ -563,7 +692,7 @@ def support(model: Model, target: Target) -> Support:
         if functions and (node.domain, node.op_type) in functions:
             continue  # a model-local function call: engines inline the body, whose nodes are checked
         n += 1
-        found = fn(node, target, table)
+        found = fn(node, target, table, model)
         if found:
             issues[node] = found
     return Support(issues, n, rel, model)

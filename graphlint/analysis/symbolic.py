@@ -70,6 +70,17 @@ class Poly:
         return Poly((*self.terms, *((m, -c) for m, c in o.terms)))
 
     def __mul__(self, o: Poly) -> Poly:
+        a, b = self.terms, o.terms
+        if not a or not b:
+            return _const(0)
+        if len(b) == 1 and not b[0][0]:  # times a number (the common case in element counts)
+            k = b[0][1]
+            return self if k == 1 else Poly._raw(tuple((m, c * k) for m, c in a))
+        if len(a) == 1 and not a[0][0]:
+            return o * self
+        if len(a) == 1 and len(b) == 1:  # monomial times monomial
+            (m1, c1), (m2, c2) = a[0], b[0]
+            return Poly._raw(((tuple(sorted(m1 + m2)), c1 * c2),))
         return Poly((tuple(sorted(m1 + m2)), c1 * c2) for m1, c1 in self.terms for m2, c2 in o.terms)
 
     def div_exact(self, o: Poly) -> Poly | None:
@@ -202,6 +213,17 @@ def to_poly(d: int | str | None) -> Poly | None:
 
 
 def product(dims: Iterable[Poly | None]) -> Poly | None:
+    if isinstance(dims, tuple):
+        return _product_cached(dims)
+    return _product(dims)
+
+
+@functools.lru_cache(maxsize=16384)
+def _product_cached(dims: tuple[Poly | None, ...]) -> Poly | None:
+    return _product(dims)
+
+
+def _product(dims: Iterable[Poly | None]) -> Poly | None:
     out = ONE
     for d in dims:
         if d is None:

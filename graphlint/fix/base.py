@@ -78,6 +78,15 @@ class Pass:
         raise NotImplementedError
 
 
+# Catalogue rewrites with no pass, and why (tests/test_fix_catalogue.py keeps this honest).
+NOT_IMPLEMENTED: dict[str, str] = {
+    "trt-plugin": "a TensorRT plugin cannot be built or verified here; fix applies unfuse-contrib instead",
+    "pad-to-multiple": "padding a sequence input changes the interface and every output's shape; do it in the "
+                       "tokenizer (pad_to_multiple_of) or bucket lengths",
+    "keep-fp32": "ONNX has no per-node precision field; pin precision at engine build (trtexec --layerPrecisions, "
+                 "OpenVINO rt_info disable_fp16_compression)",
+}
+
 # (rewrite name, model format) -> pass class
 PASSES: dict[tuple[str, str], type[Pass]] = {}
 

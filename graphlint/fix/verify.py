@@ -258,11 +258,10 @@ def _ov_run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], workdir: 
 
 
 def _one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:300]
-    return type(e).__name__
+    """The informative line of an engine error (OpenVINO leads with source locations and checks)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("Exception from src/", "Check '"))]
+    return (useful or lines or [type(e).__name__])[0][:300]
 
 
 def structural_problem(model: Any, fmt: str, workdir: str) -> str | None:

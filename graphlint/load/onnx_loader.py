@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections import deque
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import onnx
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
 from graphlint import dtypes
@@ -366,10 +369,16 @@ def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> 
     return None
 
 
-def load(path: str, *, infer: bool = True) -> Model:
+def load(path: str, *, infer: bool = True, _decode: bool = False) -> Model:
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
     keep: list[bytes] = []
     proto = parse(path, keep=keep)
     data = keep.pop()
+    t1 = timings["parse"] = time.perf_counter() - t0
+    if _decode:  # second pass for a model with non-UTF-8 strings (see _undecoded)
+        _decode_strings(proto)
+        data = proto.SerializeToString()
     issues: list[LoadIssue] = []
     declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
     precomputed: dict[str, Any] = {}
@@ -379,12 +388,17 @@ def load(path: str, *, infer: bool = True) -> Model:
         del data
         conv = _Converter(path, proto, issues)
         main, functions = conv.convert(types=False)
+        t2 = time.perf_counter() - t0
+        timings["build IR (shape inference + checker in parallel)"] = t2 - t1
         result = pending.join() or shape_infer._work(proto.SerializeToString(), infer_shapes, False)
+        t3 = time.perf_counter() - t0
+        timings["wait for shape inference"] = t3 - t2
         parts, inference_issues, verdict = result
         issues[:0] = inference_issues  # same order as in-process: inference issues first
         if parts is not None:
             shape_infer.merge([gp for _, gp, _ in conv.typed], parts)
         conv.apply_types()
+        timings["merge inferred types"] = time.perf_counter() - t0 - t3
         inferred = proto
         if verdict != shape_infer.NOT_CHECKED:
             precomputed["onnx_checker"] = verdict or None
@@ -392,11 +406,14 @@ def load(path: str, *, infer: bool = True) -> Model:
         # onnx's infer_shapes takes the file bytes as they are: no re-serialization.
         inferred = infer_shapes(data, issues) if infer else proto  # type: ignore[arg-type]
         del data
+        t2 = time.perf_counter() - t0
+        timings["shape inference"] = t2 - t1
         if not isinstance(inferred, onnx.ModelProto):  # inference gave up and returned its input
             inferred = proto
         proto = inferred  # drop the uninferred copy now (same header fields)
         conv = _Converter(path, inferred, issues)
         main, functions = conv.convert()
+        timings["build IR"] = time.perf_counter() - t0 - t2
     model = Model(
         path=path,
         format="onnx",
@@ -412,5 +429,51 @@ def load(path: str, *, infer: bool = True) -> Model:
         proto=inferred,
         declared_io=declared,
         precomputed=precomputed,
+        timings=timings,
     )
+    if not _decode and _undecoded(model):
+        model = load(path, infer=infer, _decode=True)
+        model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
+                                                      "(shown with replacement characters)"))
     return model
+
+
+def _undecoded(model: Model) -> bool:
+    """Whether any name came out of protobuf as bytes (proto2 strings that are not UTF-8).
+
+    ``str.join`` raises on the first bytes object at C speed, so a clean model costs a few
+    joins per graph rather than a Python loop over every name.
+    """
+    name, op, dom = attrgetter("name"), attrgetter("op_type"), attrgetter("domain")
+    try:
+        for g in (*model.graph.graphs(), *model.functions.values()):
+            "".join(g.values)
+            for get in (name, op, dom):
+                "".join(map(get, g.nodes))
+            "".join((g.name, g.path))
+        "".join((*model.opset_imports, *model.metadata, *model.metadata.values(), model.producer,
+                 model.producer_version))
+    except TypeError:
+        return True
+    return False
+
+
+def _decode_strings(root: Any) -> None:
+    """Replace every bytes-valued string field in the message tree by its UTF-8 decoding (iteratively)."""
+    string, message = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE
+    stack = [root]
+    while stack:
+        msg = stack.pop()
+        for fd, val in msg.ListFields():
+            repeated = fd.is_repeated
+            if fd.type == message:
+                if repeated:
+                    stack.extend(val)
+                else:
+                    stack.append(val)
+            elif fd.type == string:
+                if repeated:
+                    if any(type(x) is bytes for x in val):
+                        val[:] = [x.decode("utf-8", "replace") if type(x) is bytes else x for x in val]
+                elif type(val) is bytes:
+                    setattr(msg, fd.name, val.decode("utf-8", "replace"))

@@ -13,8 +13,10 @@ small models, ``GRAPHLINT_JOBS=1``) the loader infers in-process on the file byt
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import struct
 import sys
 import threading
@@ -100,20 +102,49 @@ class Pending:
 
     def __init__(self, pid: int, fd: int) -> None:
         self.pid, self.fd = pid, fd
+        _LIVE.add(self)
 
     def join(self) -> tuple[list[bytes] | None, list[LoadIssue], str] | None:
         chunks = []
-        with os.fdopen(self.fd, "rb") as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                chunks.append(b)
+        try:
+            with os.fdopen(self.fd, "rb") as f:
+                self.fd = -1  # closed by f from here on
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    chunks.append(b)
+        except BaseException:  # time budget or Ctrl-C while waiting
+            self.cancel()
+            raise
         os.waitpid(self.pid, 0)
+        _LIVE.discard(self)
         blob = b"".join(chunks)
         if len(blob) < 8 or struct.unpack("<Q", blob[:8])[0] != len(blob) - 8:
             return None  # the child died (out of memory, killed): caller redoes the work in-process
         return pickle.loads(blob[8:])
+
+
+    def cancel(self) -> None:
+        """Kill and reap the child: it must not outlive the model it works for."""
+        _LIVE.discard(self)
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
+
+
+_LIVE: set[Pending] = set()
+
+
+def cancel_all() -> None:
+    """Stop every inference child still running (graphlint.lint calls it when a time budget runs out)."""
+    for pending in list(_LIVE):
+        pending.cancel()
 
 
 def _can_fork(nodes: int) -> bool:

@@ -53,10 +53,10 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "STFT": [_c("const_input", "frame_step must be a Constant (is_constant check)", _FE, inputs=[1])],
         "SplitToSequence": [_c("const_input", "split must be a Constant (split_const != nullptr check)", _FE,
                                inputs=[1])],
-        "Resize": [_c("attr_in", "half_pixel_symmetric is not a supported coordinate mode", _FE,
-                      attr="coordinate_transformation_mode",
+        "Resize": [_c("attr_in", "half_pixel_symmetric and tf_crop_and_resize are not supported coordinate modes",
+                      _FE, attr="coordinate_transformation_mode",
                       values=["half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric",
-                              "align_corners", "tf_crop_and_resize"])],
+                              "align_corners"])],
         "GridSample": [_c("input_rank", "only 4-D input (data_rank == 4 check)", _FE, inputs=[0], ranks=[4])],
         "Pad": [_c("attr_in", "Unsupported padding mode (pad.cpp: wrap)", _FE, attr="mode",
                    values=["constant", "reflect", "edge"])],
@@ -71,12 +71,13 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Mod": [_c("input_dtype", "If the input type is floating point, then `fmod` attribute must be set to 1",
                    _FE, inputs=[0], when={"fmod": 0},
                    types=["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])],
-        "Celu": [_c("input_dtype", "element type merge check: no bfloat16", _FE, inputs=[0],
-                    types=["float32", "float16", "float64"])],
+        "Celu": [_c("input_dtype", "element type merge check (alpha is f32): float32 input only", _FE, inputs=[0],
+                    types=["float32"])],
         "Unsqueeze": [_c("const_input", "CPU plug-in doesn't support Unsqueeze operation with dynamic rank", _CPU,
                          inputs=[1])],
-        "ReduceSum": [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank "
-                         "(run-time axes with keepdims=0)", _CPU, inputs=[1], when={"keepdims": 0})],
+        **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
+                   "more than one element with keepdims=0)", _CPU, inputs=[1], when={"keepdims": 0}, allow_len=[1])]
+           for op in ("ReduceSum", "ReduceLogSum")},
     },
 }
 
@@ -248,6 +249,9 @@ def build(md: str) -> dict[str, Any]:
         "generated_by": "rules/data/gen/gen_openvino.py",
         "dispatch": "domain",
         "max_opset": max_opset,
+        # The CPU plugin cannot compile Parameters/Results of dynamic rank: sequence-typed graph
+        # inputs and outputs ("doesn't support Parameter operation with dynamic rank").
+        "io_refused_kinds": ["sequence_type"],
         "element_types": {"loadable": ok_types, "refused": bad_types},
         "domains": dict(domains),
     }

@@ -72,15 +72,18 @@ def _rows(md: str | None) -> dict[tuple[str, str], int]:
     return rows
 
 
-def _has_function(domain: str, op: str, since: int) -> bool:
-    """Whether the op has a function body at this version: ORT inlines it when no kernel matches."""
+def _has_function(domain: str, op: str, since: int) -> str | bool:
+    """Whether the op has a function body at this version ("static" or "context"-dependent):
+    ORT inlines it when no kernel matches."""
     import onnx.defs
 
     try:
         s = onnx.defs.get_schema(op, since, "" if domain == "ai.onnx" else domain)
     except Exception:  # not an onnx schema (contrib ops) or not at this version
         return False
-    return s.since_version == since and bool(s.has_function or s.has_context_dependent_function)
+    if s.since_version != since:
+        return False
+    return "context" if s.has_context_dependent_function else "static" if s.has_function else False
 
 
 def _param(p: Any) -> list[Any]:

@@ -113,8 +113,9 @@ PHRASES: list[tuple[str, Callable[[str, re.Match, str], list[Constraint]]]] = [
      lambda op, m, s: [{"kind": "attr_ignored", "attr": _names(s)[0], "severity": "warning"}]),
     (r"branches must have the same rank", lambda op, m, s: [{"kind": "if_branches"}]),
     # Restrictions TensorRT checks while running the loop body: documented, not statically decidable here.
-    (r"^Scan output length cannot be dynamic", lambda op, m, s: [{"kind": "note"}]),
-    (r"^The shape of Loop carried dependencies", lambda op, m, s: [{"kind": "note"}]),
+    (r"^Scan output length cannot be dynamic",
+     lambda op, m, s: [{"kind": "note", "static": False, "see": "GL3004 data-dependent-shape"}]),
+    (r"^The shape of Loop carried dependencies", lambda op, m, s: [{"kind": "note", "static": False}]),
     (r"^Not supported", lambda op, m, s: [{"kind": "note"}]),
     (r"IDynamicQuantize can be composed", lambda op, m, s: [{"kind": "note"}]),
 ]

@@ -1,0 +1,100 @@
+"""The loader's two shape-inference paths (forked child vs in-process) give the same model.
+
+Large models run ONNX shape inference and onnx.checker in a forked child while the parent
+builds the IR, then merge what inference added. These tests force each path on small
+models with subgraphs whose inputs only inference types (a Loop body), If branches, and a
+model strict inference rejects, and require identical protos, IR types, issues and findings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from graphlint.lint import LintOptions, lint_paths
+from graphlint.load import load_model, shape_infer
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+import make_models  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel path needs os.fork")
+
+
+def _loop_model(path: str, broken: bool = False) -> str:
+    """y = Loop(3) { acc = acc + x } with body inputs left untyped, so inference types them."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="body_add"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
+        "body",
+        [helper.make_value_info("i", onnx.TypeProto()), helper.make_value_info("cond_in", onnx.TypeProto()),
+         helper.make_value_info("acc_in", onnx.TypeProto())],
+        [helper.make_value_info("cond_out", onnx.TypeProto()), helper.make_value_info("acc_out", onnx.TypeProto())],
+    )
+    nodes = [
+        helper.make_node("Loop", ["n", "", "x"], ["y"], name="loop", body=body),
+        helper.make_node("Reshape", ["y", "shape"], ["r"], name="reshape"),
+        helper.make_node("Add", ["r", "bias"], ["z"], name="add"),
+    ]
+    bias = np.zeros(3 if not broken else 4, np.float32)  # [2, 3] + [4] cannot broadcast: strict inference fails
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array(3, np.int64), "n"),
+         onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "shape"),
+         onnx.numpy_helper.from_array(bias, "bias")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _load_both(path: str, monkeypatch) -> tuple:
+    monkeypatch.setenv("GRAPHLINT_JOBS", "1")
+    serial = load_model(path)
+    monkeypatch.delenv("GRAPHLINT_JOBS")
+    monkeypatch.setattr(shape_infer, "FORK_MIN_NODES", 0)
+    forked = load_model(path)
+    return serial, forked
+
+
+def _types(model) -> list:
+    return [(g.path, name, v.dtype, v.shape) for g in model.graph.graphs() for name, v in sorted(g.values.items())]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_forked_inference_matches_in_process(tmp_path, monkeypatch, broken):
+    path = _loop_model(str(tmp_path / "loop.onnx"), broken)
+    serial, forked = _load_both(path, monkeypatch)
+    assert "onnx_checker" in forked.precomputed and "onnx_checker" not in serial.precomputed
+    assert forked.proto.SerializeToString(deterministic=True) == serial.proto.SerializeToString(deterministic=True)
+    assert _types(forked) == _types(serial)
+    body = forked.graph.nodes[0].subgraphs["body"]
+    assert body.values["acc_in"].dtype == "float32"  # typed only by inference, merged from the child
+    assert [(i.kind, i.message) for i in forked.issues] == [(i.kind, i.message) for i in serial.issues]
+    assert any(i.kind == "shape-inference" for i in forked.issues) == broken
+
+
+def test_bench_model_findings_identical(tmp_path, monkeypatch):
+    """A transformer-like bench model with If subgraphs: same findings on both paths."""
+    path = str(tmp_path / "m.onnx")
+    make_models.build(path, nodes=400, hidden=8, n_if=2)
+
+    def findings() -> list:
+        run = lint_paths([path], LintOptions(targets=["trt", "ort"]))
+        return [(f.rule_id, f.message, f.target) for f in run.findings()]
+
+    monkeypatch.setenv("GRAPHLINT_JOBS", "1")
+    serial = findings()
+    monkeypatch.delenv("GRAPHLINT_JOBS")
+    monkeypatch.setattr(shape_infer, "FORK_MIN_NODES", 0)
+    assert findings() == serial
+    serial_m, forked_m = _load_both(path, monkeypatch)
+    assert _types(forked_m) == _types(serial_m)
+    assert any(n.op_type == "If" and n.subgraphs for n in forked_m.graph.nodes)

@@ -1,0 +1,208 @@
+"""GL101-GL110 on hand-built ONNX models; verdicts for ort and openvino are checked against the engines."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from graphlint.lint import LintOptions, lint_paths
+
+F, I64, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8
+
+
+def _model(nodes, inputs, outputs, *, opset=17, inits=(), extra_opsets=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    opsets = [helper.make_opsetid("", opset), *[helper.make_opsetid(d, v) for d, v in extra_opsets]]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def lint(tmp_path, model, target, name="m.onnx"):
+    path = os.path.join(tmp_path, name)
+    onnx.save(model, path)
+    run = lint_paths([path], LintOptions(targets=[target], select=["target-support"]))
+    assert not run.failures, run.failures
+    return run.results[0]
+
+
+def errors(res, rule=None):
+    return [f for f in res.findings if f.severity.label == "error" and (rule is None or f.rule_id == rule)]
+
+
+def ort_loads(model) -> bool:
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return True
+    except Exception:
+        return False
+
+
+def ov_compiles(model, tmp_path) -> bool:
+    import openvino as ov
+
+    path = os.path.join(tmp_path, "ov.onnx")
+    onnx.save(model, path)
+    core = ov.Core()
+    try:
+        core.compile_model(core.read_model(path), "CPU")
+        return True
+    except Exception:
+        return False
+
+
+def _add(dtype, opset):
+    return _model([helper.make_node("Add", ["a", "b"], ["c"], name="add")],
+                  [_vi("a", dtype, [2]), _vi("b", dtype, [2])], [_vi("c", dtype, [2])], opset=opset)
+
+
+@pytest.mark.parametrize(("opset", "rejected"), [(13, True), (14, False)])
+def test_ort_kernel_types_match_the_engine(tmp_path, opset, rejected):
+    m = _add(U8, opset)  # uint8 Add kernels exist from Add-14 only
+    res = lint(tmp_path, m, "ort")
+    assert bool(errors(res)) == rejected == (not ort_loads(m))
+    if rejected:
+        f = errors(res, "GL105")[0]
+        assert f.node == "add" and "uint8" in f.message
+        assert "onnxruntime-1.32.0-cpu-kernels.generated.md:" in f.properties["source"]
+
+
+def test_ort_open_kernel_range_matches_start_version_only(tmp_path):
+    # RoiAlign: kernel registered as 16+ but the opset-22 schema has no kernel (session creation fails).
+    m = _model([helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], name="roi", output_height=2, output_width=2)],
+               [_vi("x", F, [1, 1, 4, 4]), _vi("r", F, [1, 4]), _vi("i", I64, [1])], [_vi("y", F, [1, 1, 2, 2])],
+               opset=22)
+    res = lint(tmp_path, m, "ort")
+    assert not ort_loads(m)
+    assert errors(res, "GL101") and "RoiAlign-22" in errors(res, "GL101")[0].message
+
+
+def test_ort_kernel_constructor_check(tmp_path):
+    m = _model([helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=2, layout=1)],
+               [_vi("x", F, [1, 3, 2]), _vi("w", F, [1, 8, 2]), _vi("r", F, [1, 8, 2])], [_vi("y", F, None)])
+    res = lint(tmp_path, m, "ort")
+    assert not ort_loads(m)
+    f = errors(res, "GL104")[0]
+    assert "layout=1" in f.message and "lstm_base.h" in f.message
+
+
+def test_openvino_constraint_matches_the_engine(tmp_path):
+    def resize(mode):
+        return _model([helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear",
+                                        coordinate_transformation_mode=mode)],
+                      [_vi("x", F, [1, 1, 4, 4])], [_vi("y", F, [1, 1, 8, 8])], opset=19,
+                      inits=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")])
+
+    bad, good = resize("half_pixel_symmetric"), resize("half_pixel")
+    assert errors(lint(tmp_path, bad, "openvino"), "GL104") and not ov_compiles(bad, tmp_path)
+    assert not errors(lint(tmp_path, good, "openvino")) and ov_compiles(good, tmp_path)
+
+
+def test_openvino_missing_translator(tmp_path):
+    m = _model([helper.make_node("Det", ["x"], ["y"], name="det")], [_vi("x", F, [2, 2])], [_vi("y", F, [])], opset=22)
+    res = lint(tmp_path, m, "openvino")
+    f = errors(res, "GL101")[0]
+    assert "no conversion rule" in f.message and "openvino-onnx-supported-ops.md:" in f.properties["source"]
+    assert not ov_compiles(m, tmp_path)
+
+
+def test_trt_restrictions_cite_the_matrix_row(tmp_path):
+    k = numpy_helper.from_array(np.array([4000], np.int64), "k")
+    m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", sorted=0)],
+               [_vi("x", F, [1, 5000])], [_vi("v", F, None), _vi("i", I64, None)], inits=[k])
+    res = lint(tmp_path, m, "trt")
+    msgs = [f.message for f in errors(res, "GL104")]
+    assert any("sorted=0" in x for x in msgs) and any("4000" in x and "3840" in x for x in msgs)
+    assert all("onnx-tensorrt-operators-trt10.15.md:" in x for x in msgs)
+
+
+def test_trt_build_time_constant_inputs(tmp_path):
+    # ReduceMean-18 axes computed at run time (from Shape): TensorRT needs an initializer.
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["ax"], axis=0),
+             helper.make_node("Unsqueeze", ["ax", "zero1"], ["axes"]),
+             helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="rm")]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero1")]
+    m = _model(nodes, [_vi("x", F, ["n", 4])], [_vi("y", F, None)], opset=18, inits=inits)
+    f = errors(lint(tmp_path, m, "trt"), "GL104")
+    assert [x.node for x in f] == ["rm"] and "'axes'" in f[0].message
+    # the same ReduceMean with constant axes is fine
+    m2 = _model([helper.make_node("ReduceMean", ["x", "zero1"], ["y"], name="rm")], [_vi("x", F, ["n", 4])],
+                [_vi("y", F, None)], opset=18, inits=inits[1:])
+    assert not errors(lint(tmp_path, m2, "trt"))
+
+
+def test_trt_version_selects_the_matrix(tmp_path):
+    q = [_vi(n, F, [1, 2, 3, 4]) for n in ("q", "k", "v")]
+    m = _model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")], q, [_vi("y", F, None)], opset=23)
+    assert not errors(lint(tmp_path, m, "trt"), "GL101")
+    assert errors(lint(tmp_path, m, "trt@10.1"), "GL101")  # no Attention row in the 10.1 matrix
+
+
+def test_trt_domain_traps(tmp_path):
+    ms = [("com.microsoft", 1)]
+    rot = _model([helper.make_node("RotaryEmbedding", ["x", "p", "c", "s"], ["y"], name="rope", domain="com.microsoft")],
+                 [_vi("x", F, [1, 4, 8]), _vi("p", I64, [1, 4]), _vi("c", F, [4, 4]), _vi("s", F, [4, 4])],
+                 [_vi("y", F, None)], extra_opsets=ms)
+    f = errors(lint(tmp_path, rot, "trt"), "GL103")[0]
+    assert "position_ids" in f.message and f.rewrite.name == "unfuse-contrib"
+    gelu = _model([helper.make_node("Gelu", ["x"], ["y"], name="g", domain="com.microsoft")], [_vi("x", F, [2])],
+                  [_vi("y", F, None)], extra_opsets=ms)
+    res = lint(tmp_path, gelu, "trt")
+    assert not errors(res) and [f.severity.label for f in res.findings if f.rule_id == "GL103"] == ["warning"]
+
+
+def test_fused_ops_per_target_and_gl0003_does_not_double_report(tmp_path):
+    ms = [("com.microsoft", 1)]
+    m = _model([helper.make_node("FastGelu", ["x"], ["y"], name="fg", domain="com.microsoft"),
+                helper.make_node("Relu", ["y"], ["z"], name="r")],
+               [_vi("x", F, [2])], [_vi("z", F, [2])], extra_opsets=ms)
+    path = os.path.join(tmp_path, "fg.onnx")
+    onnx.save(m, path)
+    run = lint_paths([path], LintOptions(targets=["trt", "ort", "openvino"]))
+    by_target = {r.target.name: r for r in run.results}
+    trt = by_target["trt"]
+    assert [f.rule_id for f in errors(trt)] == ["GL102"]  # not also GL0003
+    assert trt.findings[0].rewrite.to_dict()["params"] == {"node": "fg", "op_type": "FastGelu"}
+    assert not errors(by_target["ort"]) and ort_loads(m)
+    assert not errors(by_target["openvino"]) and ov_compiles(m, tmp_path)
+
+
+def test_partition_islands_stats_json_and_sarif(tmp_path, sarif_validator):
+    from tests.conftest import run_cli
+
+    # Relu -> Unique -> Det? keep to ops TRT lacks: two separate unsupported islands around a Relu.
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r0"),
+             helper.make_node("Bernoulli", ["a"], ["b"], name="bern"),
+             helper.make_node("Det", ["b"], ["c"], name="det"),
+             helper.make_node("Relu", ["c"], ["d"], name="r1"),
+             helper.make_node("Bernoulli", ["d"], ["e"], name="bern2")]
+    m = _model(nodes, [_vi("x", F, [2, 2])], [_vi("e", F, None)], opset=17)
+    path = os.path.join(tmp_path, "isl.onnx")
+    onnx.save(m, path)
+    res = lint_paths([path], LintOptions(targets=["trt"])).results[0]
+    islands = [f for f in res.findings if f.rule_id == "GL110"]
+    assert [f.node for f in islands] == ["bern", "bern2"]
+    assert islands[0].properties["nodes"] == ["bern", "det"] and islands[0].properties["inputs"] == ["a"]
+    assert islands[0].properties["outputs"] == ["c"]
+    part = res.stats["partition"]
+    assert part["unsupported_islands"] == 2 and part["islands"] == 4 and part["supported_pct"] == 40.0
+    out = run_cli(path, "--target", "trt", "--format", "json")
+    doc = json.loads(out.out)
+    assert doc["models"][0]["stats"]["partition"]["supported_nodes"] == 2
+    text = run_cli(path, "--target", "trt")
+    assert "partition: 40.0% of 5 nodes supported" in text.out
+    sarif = json.loads(run_cli(path, "--target", "trt", "--format", "sarif").out)
+    sarif_validator(sarif)
+    gl110 = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GL110"]
+    assert len(gl110) == 2 and gl110[0]["properties"]["node"] == "bern"
