@@ -216,6 +216,14 @@ def _print_stats(run, t_report: float = 0.0) -> None:
         for t, k in slow:
             line(f"  slowest {k}", t)
     click.echo(f"  {'report':<52} {t_report * 1000:10.1f} ms", err=True)
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    unit = 1 << 20 if sys.platform == "darwin" else 1 << 10  # ru_maxrss: bytes on macOS, KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 // unit // 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 // unit // 1024
+    click.echo(f"  peak RSS {own} MB" + (f" (shape-inference child {child} MB)" if child else ""), err=True)
 
 
 @cli.command("rules")

@@ -25,6 +25,8 @@ def atomic_path(path: str) -> Iterator[str]:
     folder = check_output_path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     os.close(fd)
+    # mkstemp creates 0600; a replaced file keeps its mode, a new one gets what open() would give.
+    os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask())
     try:
         yield tmp
         os.replace(tmp, path)
@@ -38,3 +40,9 @@ def atomic_write_text(path: str, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -17,7 +17,7 @@ class UnknownDomain(Rule):
     lists an opset range for it. ai.onnx is always known; `com.microsoft` is known to ONNX
     Runtime and (partly) OpenVINO, not to TensorRT; custom domains are known to none.
     One finding per domain, on its first node, with the node count. Targets with a per-op support
-    table (the built-in trt, ort and openvino) leave this to GL101/GL102, which name each node,
+    table (the built-in trt, ort and openvino) leave this to GL1001/GL1002, which name each node,
     its reason and a rewrite; this rule covers targets from packs that ship only a profile.
 
     ## Why it matters
@@ -39,7 +39,7 @@ class UnknownDomain(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if ctx.target.data("support") is not None:
-            return  # the target has a per-op support table: GL101/GL102 report these nodes, per node
+            return  # the target has a per-op support table: GL1001/GL1002 report these nodes, per node
         first: dict[str, object] = {}
         counts: Counter = Counter()
         for node in ctx.model.walk():

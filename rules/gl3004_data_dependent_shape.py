@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from graphlint.ir import Node
+from graphlint.ir import ONNX, OPENVINO, Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 DATA_DEPENDENT = frozenset({"NonZero", "NonMaxSuppression", "Unique", "Loop", "Compress"})
@@ -46,6 +46,7 @@ class DataDependentShape(Rule):
     name = "data-dependent-shape"
     severity = Severity.WARNING
     op_types = DATA_DEPENDENT
+    dialects = frozenset({ONNX, OPENVINO})  # OpenVINO opsets have NonZero, NMS and Unique too
     source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (Loop restrictions); rules/data/targets/*.toml"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
@@ -53,7 +54,7 @@ class DataDependentShape(Rule):
         if not (t.option("needs_profile") or t.option("static_shapes")):
             return
         if node.op_type == "Loop":
-            if not _loop_scan_dynamic(node):
+            if node.dialect != ONNX or not _loop_scan_dynamic(node):
                 return
             what = "has scan outputs and a trip count that is not a build-time constant, so their length is data-dependent"
         else:

@@ -54,11 +54,14 @@ class ShapeInferenceIncomplete(Rule):
             i in unknown for i in v.producer.inputs if i is not None)), facts.unknown[0])
         n = first.producer
         total = stats.get("shape_values", 0)
-        head = f"Node {quote(n.label)} ({n.op_type}) " if n is not None else f"Value {quote(first.name)} "
+        if n is not None:
+            head = (f"Node {quote(n.label)} ({n.op_type}) produces {quote(first.name)} with shape "
+                    f"{shape_text(facts.shape(first))} from inputs of known shape")
+        else:
+            head = f"Input {quote(first.name)} declares shape {shape_text(facts.shape(first))}"
         yield ctx.finding(
             n,
-            f"{head}produces {quote(first.name)} with shape {shape_text(facts.shape(first))} from inputs of known "
-            f"shape; {len(unknown)} of {total} values keep unknown dims after ONNX, graphlint and onnxruntime "
+            f"{head}; {len(unknown)} of {total} values keep unknown dims after ONNX, graphlint and onnxruntime "
             f"shape inference (ONNX alone: {stats.get('shape_unknown_onnx', '?')}).",
             value=first, unknown=len(unknown), values=total,
         )

@@ -9,7 +9,7 @@ from graphlint.analysis.shapes import ShapeFacts
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 TO_NCHW = [0, 3, 1, 2]
-LAYOUT_FIXING = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "BatchNormalization",
+LAYOUT_FIXING = frozenset({"Conv", "ConvInteger", "QLinearConv", "DeformConv", "ConvTranspose", "MaxPool", "AveragePool", "BatchNormalization",
                            "InstanceNormalization", "GlobalAveragePool", "Resize"})
 
 

@@ -12,7 +12,7 @@ from testmodels.fix_models import model
 from tests.conftest import run_cli
 from tests.fixhelp import ops, ort_outputs, run_fix, steps
 
-FUSED_RULES = ("GL0003", "GL101", "GL102", "GL103", "GL104")
+FUSED_RULES = ("GL0003", "GL1001", "GL1002", "GL1003", "GL1004")
 
 
 def _lint(path: str, target: str, *select: str) -> list:
@@ -187,6 +187,13 @@ def test_uint8_boundary_fixed_from_findings(tmp_path):
     assert max(step.max_abs_diff.values()) == 0.0
     assert not any(f.rule_id == "GL4004" for f in _lint(out, "trt", "GL4"))
     assert onnx.load(out).graph.input[0].type.tensor_type.elem_type == TensorProto.UINT8
+    # A finding suppressed in the model (graphlint:ignore) is not fixed.
+    m = onnx.load(src)
+    onnx.helper.set_model_props(m, {"graphlint:ignore": "GL4004"})
+    quiet = str(tmp_path / "u8.quiet.onnx")
+    onnx.save(m, quiet)
+    rep = run_fix(quiet, str(tmp_path / "q.onnx"), select=["GL4004"])
+    assert rep.outcome.steps == [] and not rep.outcome.changed
 
 
 def test_openvino_npu_ir_fixed_from_findings(tmp_path):

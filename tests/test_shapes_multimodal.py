@@ -222,6 +222,11 @@ def test_nonzero_is_data_dependent_on_trt_and_npu(tmp_path):
     assert [x.op_type for x in lint(f, "trt", "GL3004")] == ["NonZero"]
     assert lint(f, "openvino@npu", "GL3004")[0].severity.label == "error"
     assert lint(f, "ort", "GL3004") == []
+    from testmodels.common import to_openvino
+
+    xml = to_openvino(f, str(tmp_path / "nz.xml"))  # the IR keeps NonZero: same verdict on NPU
+    assert [x.op_type for x in lint(xml, "openvino@npu", "GL3004")] == ["NonZero"]
+    assert lint(xml, "openvino", "GL3004") == []
     sess = _session(f)
     a = sess.run(None, {"x": np.ones((2, 5), np.float32)})[0]
     b = sess.run(None, {"x": -np.ones((2, 5), np.float32)})[0]

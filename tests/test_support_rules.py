@@ -1,4 +1,4 @@
-"""GL101-GL110 on hand-built ONNX models; verdicts for ort and openvino are checked against the engines."""
+"""GL1001-GL1010 on hand-built ONNX models; verdicts for ort and openvino are checked against the engines."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_ort_kernel_types_match_the_engine(tmp_path, opset, rejected):
     res = lint(tmp_path, m, "ort")
     assert bool(errors(res)) == rejected == (not ort_loads(m))
     if rejected:
-        f = errors(res, "GL105")[0]
+        f = errors(res, "GL1005")[0]
         assert f.node == "add" and "uint8" in f.message
         assert "onnxruntime-1.32.0-cpu-kernels.generated.md:" in f.properties["source"]
 
@@ -83,7 +83,7 @@ def test_ort_open_kernel_range_matches_start_version_only(tmp_path):
                opset=22)
     res = lint(tmp_path, m, "ort")
     assert not ort_loads(m)
-    assert errors(res, "GL101") and "RoiAlign-22" in errors(res, "GL101")[0].message
+    assert errors(res, "GL1001") and "RoiAlign-22" in errors(res, "GL1001")[0].message
 
 
 def test_ort_kernel_constructor_check(tmp_path):
@@ -91,7 +91,7 @@ def test_ort_kernel_constructor_check(tmp_path):
                [_vi("x", F, [1, 3, 2]), _vi("w", F, [1, 8, 2]), _vi("r", F, [1, 8, 2])], [_vi("y", F, None)])
     res = lint(tmp_path, m, "ort")
     assert not ort_loads(m)
-    f = errors(res, "GL104")[0]
+    f = errors(res, "GL1004")[0]
     assert "layout=1" in f.message and "lstm_base.h" in f.message
 
 
@@ -103,14 +103,14 @@ def test_openvino_constraint_matches_the_engine(tmp_path):
                       inits=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")])
 
     bad, good = resize("half_pixel_symmetric"), resize("half_pixel")
-    assert errors(lint(tmp_path, bad, "openvino"), "GL104") and not ov_compiles(bad, tmp_path)
+    assert errors(lint(tmp_path, bad, "openvino"), "GL1004") and not ov_compiles(bad, tmp_path)
     assert not errors(lint(tmp_path, good, "openvino")) and ov_compiles(good, tmp_path)
 
 
 def test_openvino_missing_translator(tmp_path):
     m = _model([helper.make_node("Det", ["x"], ["y"], name="det")], [_vi("x", F, [2, 2])], [_vi("y", F, [])], opset=22)
     res = lint(tmp_path, m, "openvino")
-    f = errors(res, "GL101")[0]
+    f = errors(res, "GL1001")[0]
     assert "no conversion rule" in f.message and "openvino-onnx-supported-ops.md:" in f.properties["source"]
     assert not ov_compiles(m, tmp_path)
 
@@ -120,7 +120,7 @@ def test_trt_restrictions_cite_the_matrix_row(tmp_path):
     m = _model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", sorted=0)],
                [_vi("x", F, [1, 5000])], [_vi("v", F, None), _vi("i", I64, None)], inits=[k])
     res = lint(tmp_path, m, "trt")
-    msgs = [f.message for f in errors(res, "GL104")]
+    msgs = [f.message for f in errors(res, "GL1004")]
     assert any("sorted=0" in x for x in msgs) and any("4000" in x and "3840" in x for x in msgs)
     assert all("onnx-tensorrt-operators-trt10.15.md:" in x for x in msgs)
 
@@ -134,7 +134,7 @@ def test_trt_build_time_constant_inputs(tmp_path):
     inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
              numpy_helper.from_array(np.array([0], np.int64), "zero1")]
     m = _model(nodes, [_vi("x", F, ["n", 4])], [_vi("y", F, None)], opset=18, inits=inits)
-    f = errors(lint(tmp_path, m, "trt"), "GL104")
+    f = errors(lint(tmp_path, m, "trt"), "GL1004")
     assert [x.node for x in f] == ["rm"] and "'axes'" in f[0].message
     # the same ReduceMean with constant axes is fine
     m2 = _model([helper.make_node("ReduceMean", ["x", "zero1"], ["y"], name="rm")], [_vi("x", F, ["n", 4])],
@@ -145,8 +145,8 @@ def test_trt_build_time_constant_inputs(tmp_path):
 def test_trt_version_selects_the_matrix(tmp_path):
     q = [_vi(n, F, [1, 2, 3, 4]) for n in ("q", "k", "v")]
     m = _model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")], q, [_vi("y", F, None)], opset=23)
-    assert not errors(lint(tmp_path, m, "trt"), "GL101")
-    assert errors(lint(tmp_path, m, "trt@10.1"), "GL101")  # no Attention row in the 10.1 matrix
+    assert not errors(lint(tmp_path, m, "trt"), "GL1001")
+    assert errors(lint(tmp_path, m, "trt@10.1"), "GL1001")  # no Attention row in the 10.1 matrix
 
 
 def test_trt_domain_traps(tmp_path):
@@ -154,12 +154,12 @@ def test_trt_domain_traps(tmp_path):
     rot = _model([helper.make_node("RotaryEmbedding", ["x", "p", "c", "s"], ["y"], name="rope", domain="com.microsoft")],
                  [_vi("x", F, [1, 4, 8]), _vi("p", I64, [1, 4]), _vi("c", F, [4, 4]), _vi("s", F, [4, 4])],
                  [_vi("y", F, None)], extra_opsets=ms)
-    f = errors(lint(tmp_path, rot, "trt"), "GL103")[0]
+    f = errors(lint(tmp_path, rot, "trt"), "GL1003")[0]
     assert "position_ids" in f.message and f.rewrite.name == "unfuse-contrib"
     gelu = _model([helper.make_node("Gelu", ["x"], ["y"], name="g", domain="com.microsoft")], [_vi("x", F, [2])],
                   [_vi("y", F, None)], extra_opsets=ms)
     res = lint(tmp_path, gelu, "trt")
-    assert not errors(res) and [f.severity.label for f in res.findings if f.rule_id == "GL103"] == ["warning"]
+    assert not errors(res) and [f.severity.label for f in res.findings if f.rule_id == "GL1003"] == ["warning"]
 
 
 def test_fused_ops_per_target_and_gl0003_does_not_double_report(tmp_path):
@@ -172,7 +172,7 @@ def test_fused_ops_per_target_and_gl0003_does_not_double_report(tmp_path):
     run = lint_paths([path], LintOptions(targets=["trt", "ort", "openvino"]))
     by_target = {r.target.name: r for r in run.results}
     trt = by_target["trt"]
-    assert [f.rule_id for f in errors(trt)] == ["GL102"]  # not also GL0003
+    assert [f.rule_id for f in errors(trt)] == ["GL1002"]  # not also GL0003
     assert trt.findings[0].rewrite.to_dict()["params"] == {"node": "fg", "op_type": "FastGelu"}
     assert not errors(by_target["ort"]) and ort_loads(m)
     assert not errors(by_target["openvino"]) and ov_compiles(m, tmp_path)
@@ -191,7 +191,7 @@ def test_partition_islands_stats_json_and_sarif(tmp_path, sarif_validator):
     path = os.path.join(tmp_path, "isl.onnx")
     onnx.save(m, path)
     res = lint_paths([path], LintOptions(targets=["trt"])).results[0]
-    islands = [f for f in res.findings if f.rule_id == "GL110"]
+    islands = [f for f in res.findings if f.rule_id == "GL1010"]
     assert [f.node for f in islands] == ["bern", "bern2"]
     assert islands[0].properties["nodes"] == ["bern", "det"] and islands[0].properties["inputs"] == ["a"]
     assert islands[0].properties["outputs"] == ["c"]
@@ -204,5 +204,5 @@ def test_partition_islands_stats_json_and_sarif(tmp_path, sarif_validator):
     assert "partition: 40.0% of 5 nodes supported" in text.out
     sarif = json.loads(run_cli(path, "--target", "trt", "--format", "sarif").out)
     sarif_validator(sarif)
-    gl110 = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GL110"]
+    gl110 = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GL1010"]
     assert len(gl110) == 2 and gl110[0]["properties"]["node"] == "bern"

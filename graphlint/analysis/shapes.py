@@ -1040,6 +1040,17 @@ _FOLD: dict[str, Callable[[Node, list[Any]], np.ndarray | None]] = {
     "Transpose": lambda n, a: np.transpose(a[0], n.attr("perm")),
     "ConstantOfShape": _fold_cos,
     "Range": lambda n, a: np.arange(a[0], a[1], a[2]) if abs((a[1] - a[0]) / a[2]) <= MAX_CONST else None,
+    "And": lambda n, a: np.logical_and(a[0], a[1]),
+    "Or": lambda n, a: np.logical_or(a[0], a[1]),
+    "Xor": lambda n, a: np.logical_xor(a[0], a[1]),
+    "LessOrEqual": lambda n, a: np.less_equal(a[0], a[1]),
+    "GreaterOrEqual": lambda n, a: np.greater_equal(a[0], a[1]),
+    "Mod": lambda n, a: np.fmod(a[0], a[1]) if n.attr("fmod", 0) else np.mod(a[0], a[1]),
+    "Abs": lambda n, a: np.abs(a[0]),
+    "Floor": lambda n, a: np.floor(a[0]),
+    "Ceil": lambda n, a: np.ceil(a[0]),
+    "Expand": lambda n, a: a[0] * np.ones([int(d) for d in a[1]], a[0].dtype)
+    if int(np.prod([int(d) for d in a[1]])) <= MAX_CONST else None,
     "Max": lambda n, a: np.maximum.reduce(a),
     "Min": lambda n, a: np.minimum.reduce(a),
 }
@@ -1061,7 +1072,8 @@ def _unknown(values: list[Value], shape_of: Callable[[Value], Any]) -> list[Valu
 def _tensor_values(model: Model) -> list[Value]:
     """Non-constant named values of the main graph that carry tensors (what the counts count)."""
     return [v for v in model.graph.values.values()
-            if v.const is None and v.name and (v.producer is not None or v.is_input)]
+            if v.const is None and v.name and (v.producer is not None or v.is_input)
+            and not (v.dtype or "").endswith("_type")]  # sequence/optional/map values have no shape
 
 
 def run(model: Model, env: Mapping[str, int] | None = None) -> ShapeFacts:

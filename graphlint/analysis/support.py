@@ -562,6 +562,8 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
     if proto is None or node.graph is not model.graph or node.index >= len(proto.graph.node):
         return None
     np_ = proto.graph.node[node.index]
+    if any(v is not None and v.name and v.dtype not in dtypes.ONNX_ENUM for v in node.inputs):
+        return None  # sequence/optional/untyped inputs: onnx's function builders crash on empty types
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, "" if node.domain == ONNX_DOMAIN else node.domain)
         types = []

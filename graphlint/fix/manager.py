@@ -88,6 +88,7 @@ class PassManager:
         self.ref = ref0
         self.feeds = self.verifier.feeds
         self.current = model
+        self._last_diff: dict[str, float] = {}
         batch: list[str] = []
         for n in names:
             if self.passes[n].preserves_results:
@@ -99,7 +100,7 @@ class PassManager:
         self._flush(batch, requests, ctx, steps)
         final_diff: dict[str, float] = {}
         if ref0 is not None and not any(s.intended_change and s.status == APPLIED for s in steps.values()):
-            final_diff = dict(self._last_diff) if hasattr(self, "_last_diff") else {}
+            final_diff = dict(self._last_diff)
         return FixOutcome(self.current, [steps[n] for n in names], self.verifier.engine, self.verifier.notes,
                           final_diff)
 

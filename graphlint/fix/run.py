@@ -156,7 +156,7 @@ def fix_path(path: str, opts: FixOptions, lint_opts: LintOptions, progress=None)
         check_output_path(output)
 
     rules = lint.selected_rules(lint_opts)
-    results = lint.lint_model(path, [target], rules, lint_opts)
+    results = _lint(path, target, rules, lint_opts)
     model_ir = results[0].model
     refused = [i for i in model_ir.issues if i.kind == "external-data"]
     if refused:
@@ -189,12 +189,27 @@ def fix_path(path: str, opts: FixOptions, lint_opts: LintOptions, progress=None)
         except OSError as e:  # disk full, permissions: the atomic writer left nothing behind
             raise GraphlintError(f"cannot write {output}: {e.strerror or e}") from None
         applied = {s.name for s in outcome.steps if s.status == APPLIED}
-        again = lint.lint_model(output, [target], rules, lint_opts)
+        again = _lint(output, target, rules, lint_opts)
         report.remaining = [f for r in again for f in r.findings
                             if f.rewrite is not None and f.rewrite.name in applied and not f.suppressed]
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _lint(path: str, target: Any, rules: list, lint_opts: LintOptions) -> list:
+    """Lint one model for one target, with the suppressions (model metadata, config) applied."""
+    from graphlint import lint
+    from graphlint.report import Run
+
+    results = lint.lint_model(path, [target], rules, lint_opts)
+    try:
+        from graphlint.workflow import apply_suppressions
+    except ImportError:  # an older workflow module: no suppressions to honour
+        return results
+    apply_suppressions(Run(results=results, failures=[], rules=rules, root=lint_opts.root),
+                       list(getattr(lint_opts, "suppressions", [])))
+    return results
 
 
 def _write(model: Any, src: str, output: str, fmt: str) -> list[str]:

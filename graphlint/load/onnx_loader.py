@@ -27,6 +27,7 @@ from graphlint.load import external, shape_infer
 
 # Newest IR version this onnx build understands; newer files may parse but mean other things.
 MAX_IR_VERSION = onnx.IR_VERSION
+_GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
 def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
@@ -246,27 +247,24 @@ class _Converter:
             v.is_output = True
             graph.outputs.append(v)
 
+        # Runs once per node (100k+ in an LLM): graph.value() and norm_domain() are inlined.
         nodes = graph.nodes
         values = graph.values
         path = graph.path
+        opset_of = opsets.get
         for i, np_ in enumerate(gp.node):
             domain = np_.domain
-            if domain in ("", "ai.onnx"):  # norm_domain, inlined: this loop runs once per node
+            if domain in ("", "ai.onnx"):
                 domain = ONNX_DOMAIN
-            node = Node(
-                np_.op_type,
-                np_.name,
-                graph,
-                i,
-                dialect=ONNX,
-                domain=domain,
-                opset=opsets.get(domain),
-                decode=_LazyAttrs(np_, self, path),
-            )
+            op_type = np_.op_type
+            node = Node(op_type, np_.name, graph, i, dialect=ONNX, domain=domain, opset=opset_of(domain),
+                        decode=_LazyAttrs(np_, self, path))
             ins: list[Value | None] = []
             for n in np_.input:
                 if n:
-                    v = values.get(n) or value(n)
+                    v = values.get(n)
+                    if v is None:
+                        v = values[n] = Value(n, graph)
                     v.consumers.append(node)
                     ins.append(v)
                 else:
@@ -274,19 +272,24 @@ class _Converter:
             node.inputs = ins
             outs = []
             for n in np_.output:
-                v = value(n) if n else Value("", graph)
                 if n:
+                    v = values.get(n)
+                    if v is None:
+                        v = values[n] = Value(n, graph)
                     v.producer = node
+                else:
+                    v = Value("", graph)
                 outs.append(v)
             node.outputs = outs
             for a in np_.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
+                t = a.type
+                if t == _GRAPH:
                     self._sub(node, a.name, a.g, opsets, queue)
-                elif a.type == onnx.AttributeProto.GRAPHS:
+                elif t == _GRAPHS:
                     for k, g in enumerate(a.graphs):
                         self._sub(node, f"{a.name}[{k}]", g, opsets, queue)
-            if node.op_type == "Constant" and domain == ONNX_DOMAIN and outs:
-                outs[0].const = _constant_tensor(np_, self, graph.path)
+            if op_type == "Constant" and domain == ONNX_DOMAIN and outs:
+                outs[0].const = _constant_tensor(np_, self, path)
             nodes.append(node)
         self._duplicate_names(graph)
 

@@ -33,7 +33,7 @@ def render_text(run: Run, *, color: bool = False) -> str:
         head = f"{m.path} ({m.format}, {res.stats.get('nodes', m.node_count)} nodes) -> {res.target.title}"
         lines.append(style(head, bold=True))
         part = res.stats.get("partition")
-        if part:  # set by GL110 (rules/gl110_partition.py)
+        if part:  # set by GL1010 (rules/gl110_partition.py)
             lines.append(f"  partition: {part['supported_pct']}% of {part['nodes']} nodes supported, "
                          f"{part['islands']} island(s), {part['unsupported_islands']} unsupported")
         if not findings:

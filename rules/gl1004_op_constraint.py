@@ -1,4 +1,4 @@
-"""GL104 op-constraint: a node violates a documented per-op restriction of the target engine."""
+"""GL1004 op-constraint: a node violates a documented per-op restriction of the target engine."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class OpConstraint(Rule):
     the attribute to a supported value at export, or drop the unused optional output.
     """
 
-    id = "GL104"
+    id = "GL1004"
     name = "op-constraint"
     severity = Severity.ERROR
     requires = ("support",)

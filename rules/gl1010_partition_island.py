@@ -1,4 +1,4 @@
-"""GL110 partition-island: connected islands of nodes the target rejects, with a partition summary."""
+"""GL1010 partition-island: connected islands of nodes the target rejects, with a partition summary."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class PartitionIsland(Rule):
 
     ## What it checks
     Like `polygraphy inspect capability`: groups the main graph's nodes into maximal connected
-    islands of supported and unsupported nodes (from the GL101-GL105 verdicts; nodes of If/Loop
+    islands of supported and unsupported nodes (from the GL1001-GL1005 verdicts; nodes of If/Loop
     bodies count toward their owner). Each unsupported island is reported once, on its first
     node, with its nodes, op types and boundary tensors; the model's `stats.partition` (JSON, and
     the text report's header) gives the share of supported nodes and the island counts.
@@ -32,15 +32,15 @@ class PartitionIsland(Rule):
     and `BiasGelu`, splitting the graph into many TensorRT engines.
 
     ## Fix
-    Fix the per-node findings of the island's nodes (GL101-GL105); start with islands that have
+    Fix the per-node findings of the island's nodes (GL1001-GL1005); start with islands that have
     the most boundary tensors.
     """
 
-    id = "GL110"
+    id = "GL1010"
     name = "partition-island"
     severity = Severity.INFO
     requires = ("support",)
-    source = "graphlint.analysis.partition over the GL101-GL105 verdicts"
+    source = "graphlint.analysis.partition over the GL1001-GL1005 verdicts"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         sup: Support = ctx.analysis("support")

@@ -1,4 +1,4 @@
-"""GL103 domain-trap: a non-standard-domain op TensorRT imports with a standard op's semantics."""
+"""GL1003 domain-trap: a non-standard-domain op TensorRT imports with a standard op's semantics."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class DomainTrap(Rule):
     Un-fuse the node to standard ONNX (`graphlint fix`), or re-export with the standard op.
     """
 
-    id = "GL103"
+    id = "GL1003"
     name = "domain-trap"
     severity = Severity.ERROR
     targets = frozenset({"trt"})

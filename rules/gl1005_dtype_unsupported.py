@@ -1,4 +1,4 @@
-"""GL105 dtype-unsupported: a node's element type the engine has no kernel for, or silently casts."""
+"""GL1005 dtype-unsupported: a node's element type the engine has no kernel for, or silently casts."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class DtypeUnsupported(Rule):
     the type; for float64 models, convert weights and inputs to float32 (`double-to-float`).
     """
 
-    id = "GL105"
+    id = "GL1005"
     name = "dtype-unsupported"
     severity = Severity.ERROR
     requires = ("support",)

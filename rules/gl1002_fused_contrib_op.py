@@ -1,4 +1,4 @@
-"""GL102 fused-contrib-op: ONNX Runtime fused (com.microsoft) ops on an engine that lacks them."""
+"""GL1002 fused-contrib-op: ONNX Runtime fused (com.microsoft) ops on an engine that lacks them."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class FusedContribOp(Rule):
     CustomEmbLayerNormPluginDynamic) are an alternative with different signatures.
     """
 
-    id = "GL102"
+    id = "GL1002"
     name = "fused-contrib-op"
     severity = Severity.ERROR
     requires = ("support",)
