@@ -14,7 +14,7 @@ ID = "GL2009"
 
 
 def _fmod0_float(node: Node, f: dict[str, Any]) -> Any:
-    if int(node.attr("fmod", 0)) == 0 and D.is_float(node.input(0)):
+    if node.attr("fmod", 0) == 0 and D.is_float(node.input(0)):
         return 0
     return None
 

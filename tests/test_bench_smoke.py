@@ -36,6 +36,7 @@ def test_make_models_and_run_tiny(tmp_path):
                            "--models", out, "--runs", "1", "--json", res], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "graphlint trt / onnx check+infer" in proc.stdout
-    results = json.load(open(res))
+    with open(res) as f:
+        results = json.load(f)
     assert [r["scenario"] for r in results] == ["big100k", "weights", "ci"]
     assert all(r["ratio"] > 0 for s in results for r in s["ratios"])

@@ -37,8 +37,9 @@ def test_opset_outside_target_depends_on_target_version(tmp_path):
 
 def test_unknown_domain_per_target(tmp_path):
     p = save(contrib_model(), tmp_path, "contrib.onnx")
-    trt = run_cli(p, "--target", "trt", "--format", "json", "--select", "GL0003")
-    ort = run_cli(p, "--target", "ort", "--format", "json", "--select", "GL0003")
+    # Targets with a support table report such nodes through GL1002 (fused-contrib-op), not GL0003.
+    trt = run_cli(p, "--target", "trt", "--format", "json", "--select", "GL0003,GL1002")
+    ort = run_cli(p, "--target", "ort", "--format", "json", "--select", "GL0003,GL1002")
     assert [f["node"] for f in trt.json()["models"][0]["findings"]] == ["fast_gelu"]
     assert ort.json()["models"][0]["findings"] == []
 
@@ -125,7 +126,29 @@ def test_rules_and_explain():
 
 def test_text_report_groups_by_node(tmp_path):
     p = save(contrib_model(), tmp_path, "c.onnx")
-    r = run_cli(p, "--target", "trt", "--select", "GL0003")
+    r = run_cli(p, "--target", "trt", "--select", "GL0003,GL1002")
     assert "'fast_gelu' (FastGelu)" in r.out
     assert "\x1b[" not in r.out  # no colour when not a TTY
     assert r.out.strip().splitlines()[-1].startswith("Found 1 error,")
+
+
+def test_lint_writes_nothing_into_the_working_folder(tmp_path):
+    """Shape fallbacks (onnxruntime's symbolic inference saves temp models into the cwd when it
+    cannot finish) must not leave files in the user's folder."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    g = h.make_graph([h.make_node("Mystery", ["x"], ["m"], name="mystery", domain="acme"),
+                      h.make_node("Relu", ["m"], ["y"], name="relu")], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, ["batch", 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("acme", 1)])
+    models = tmp_path / "models"
+    work = tmp_path / "work"
+    models.mkdir()
+    work.mkdir()
+    p = save(model, models, "mystery.onnx")
+    r = run_cli(p, "--target", "ort", "--format", "json", cwd=str(work))
+    assert r.code in (0, 1), r.err
+    assert "GL3009" in {f["rule_id"] for f in r.json()["models"][0]["findings"]}  # the fallback ran
+    assert list(work.iterdir()) == [] and sorted(f.name for f in models.iterdir()) == ["mystery.onnx"]

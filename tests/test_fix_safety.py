@@ -205,3 +205,24 @@ def test_user_inputs_npz(bert, tmp_path):
     np.savez(npz, input_ids=np.zeros((1, 4), np.int64))
     r = run_cli("fix", bert, "--rewrite", "unfuse-contrib", "--inputs", npz, "--diff")
     assert r.code == 2 and "no array for input(s) attention_mask" in r.err
+
+
+def test_original_that_no_engine_runs_is_checked_structurally_and_says_so(tmp_path):
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1], name="t1"),
+             helper.make_node("Relu", ["t"], ["r"], name="relu"),
+             helper.make_node("Transpose", ["r"], ["u"], perm=[0, 2, 1], name="t2"),
+             helper.make_node("Foo", ["u"], ["y"], domain="acme.custom", name="foo")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 3])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("acme.custom", 1)])
+    m.ir_version = 8
+    src = str(tmp_path / "custom.onnx")
+    onnx.save(m, src)
+    out = str(tmp_path / "out.onnx")
+    rep = run_fix(src, out, rewrites=["fold-transpose-pairs"], select=["GL0"])
+    assert steps(rep) == {"fold-transpose-pairs": "applied"}
+    assert rep.outcome.engine is None
+    note = " ".join(rep.outcome.notes)
+    assert "does not run in onnxruntime" in note and "acme.custom" in note
+    assert "checked instead: onnx.checker full check and strict shape inference" in note
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["Relu", "Foo"]

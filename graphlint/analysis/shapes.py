@@ -22,6 +22,7 @@ shape, which is how ``--shapes`` profiles are checked. Counts go to ``model.stat
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -1124,6 +1125,28 @@ def shapes_analysis(model: Model, target) -> ShapeFacts:
     return facts
 
 
+def _ort_symbolic_shape_infer() -> Any:
+    """Load onnxruntime's symbolic_shape_infer.py by file, bypassing ``onnxruntime.tools``'s
+    package __init__, which imports torch when installed (8-10 s on the lint path)."""
+    import importlib.util
+    import sys
+
+    name = "graphlint._ort_symbolic_shape_infer"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("onnxruntime is not installed")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "tools", "symbolic_shape_infer.py")
+    mod_spec = importlib.util.spec_from_file_location(name, path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(mod_spec)
+    sys.modules[name] = module
+    mod_spec.loader.exec_module(module)
+    return module
+
+
 def _ort_fallback(model: Model, facts: ShapeFacts, unknown: list[Value]) -> str | None:
     """Fill what is still unknown from onnxruntime's symbolic shape inference; return its crash, if any."""
     try:
@@ -1131,13 +1154,12 @@ def _ort_fallback(model: Model, facts: ShapeFacts, unknown: list[Value]) -> str 
         import logging
         from contextlib import redirect_stderr, redirect_stdout
 
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
+        module = _ort_symbolic_shape_infer()
         logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.CRITICAL)
         sink = io.StringIO()
         with redirect_stdout(sink), redirect_stderr(sink):
-            out = SymbolicShapeInference.infer_shapes(model.proto, auto_merge=True, guess_output_rank=True)
-    except Exception as e:  # its crashes are findings (GL309), never ours
+            out = _run_ort_inference(module, model.proto)
+    except Exception as e:  # its crashes are findings (GL3009), never ours
         text = str(e).strip().splitlines()
         return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")
     if out is None:
@@ -1156,6 +1178,24 @@ def _ort_fallback(model: Model, facts: ShapeFacts, unknown: list[Value]) -> str 
         fill = tuple(_known_to_us(facts, to_poly(d) if d not in ("", None) else None) for d in dims)
         facts.shapes[v] = _merge(facts.shapes.get(v), fill)
     return None
+
+
+def _run_ort_inference(module: Any, proto: Any) -> Any:
+    """SymbolicShapeInference.infer_shapes without its side effect: on incomplete inference the
+    upstream method saves ``sym_shape_infer_temp.onnx`` and uuid-named data files into the
+    current folder (the user's); this runs the same steps and only raises."""
+    opset = module.get_opset(proto)
+    if not opset or opset < 7:
+        return None
+    ssi = module.SymbolicShapeInference(2**31 - 1, True, True, 0)  # int_max, auto_merge, guess_rank, verbose
+    done = False
+    ssi._preprocess(proto)
+    while ssi.run_:
+        done = ssi._infer_impl()
+    ssi._update_output_from_vi()
+    if not done:
+        raise Exception("Incomplete symbolic shape inference")
+    return ssi.out_mp_
 
 
 def _known_to_us(facts: ShapeFacts, d: SDim) -> SDim:

@@ -376,7 +376,8 @@ def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None 
             rw = fused_rewrite(target, node, fused) if fused else None
             return [Issue(TRAP, sev, f"is in domain '{node.domain}', but {title}'s parser dispatches on op type "
                                      f"only and imports it as the standard ONNX {node.op_type}: {why}",
-                          "domain", f"{_src(table, row['row'])}", rewrite=rw,
+                          "domain", _src(table, row["row"]) + (f"; {_fused_source(target, fused)}" if fused else ""),
+                          rewrite=rw,
                           extra={"standard_row": row["row"]})]
         reason = (f"has no importer in {title}'s ONNX parser (domain '{node.domain}'); the parser falls back "
                   f"to a plugin named '{node.op_type}' and fails the build unless one is registered")

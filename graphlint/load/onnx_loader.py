@@ -390,7 +390,11 @@ def load(path: str, *, infer: bool = True, _decode: bool = False) -> Model:
         # Inference (then onnx.checker) runs in a child while this process builds the IR.
         del data
         conv = _Converter(path, proto, issues)
-        main, functions = conv.convert(types=False)
+        try:
+            main, functions = conv.convert(types=False)
+        except BaseException:
+            pending.cancel()
+            raise
         t2 = time.perf_counter() - t0
         timings["build IR (shape inference + checker in parallel)"] = t2 - t1
         result = pending.join() or shape_infer._work(proto.SerializeToString(), infer_shapes, False)

@@ -29,7 +29,7 @@ import onnx
 from graphlint.ir import LoadIssue
 
 # Below this many nodes a fork costs about what it saves.
-FORK_MIN_NODES = 3000
+FORK_MIN_NODES = 2000
 NOT_CHECKED = "not-checked"  # verdict placeholder: the checker was not run ahead
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from itertools import groupby
-
 import click
 
 from graphlint.report import Run
@@ -38,9 +36,11 @@ def render_text(run: Run, *, color: bool = False) -> str:
                          f"{part['islands']} island(s), {part['unsupported_islands']} unsupported")
         if not findings:
             lines.append("  no findings")
-        for (node, op), group in groupby(findings, key=lambda f: (f.node, f.op_type)):
-            group = list(group)
-            subject = f"'{node}' ({op})" if node else (f"value '{group[0].value}'" if group[0].value else "model")
+        groups: dict[tuple, list[Finding]] = {}
+        for f in findings:  # one block per node (or per value / the model), in finding order
+            groups.setdefault((f.node, f.op_type, None if f.node else f.value), []).append(f)
+        for (node, op, value), group in groups.items():
+            subject = f"'{node}' ({op})" if node else (f"value '{value}'" if value else "model")
             lines.append(f"  {style(subject, bold=True)}  {_where(group[0])}")
             for f in group:
                 sev = style(f"{f.severity.label:<7}", fg=_COLORS[f.severity])
