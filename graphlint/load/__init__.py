@@ -7,6 +7,7 @@ import stat
 
 from graphlint.errors import InputError
 from graphlint.ir import Model
+from graphlint.load.files import os_problem
 
 SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
 
@@ -15,12 +16,8 @@ def load_model(path: str) -> Model:
     """Load ``path`` by its suffix; raise InputError with one clear line when it cannot be read."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
-    except (OSError, ValueError) as e:  # ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
-        raise InputError(path, f"cannot read ({getattr(e, 'strerror', None) or e})") from None
+    except (OSError, ValueError) as e:  # also ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
+        raise InputError(path, os_problem(e)) from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(path, "is a directory, not a model file")
     if not stat.S_ISREG(st.st_mode):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlint.errors import DataError
+from graphlint.load.files import read_range
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +85,6 @@ def reader(real_path: str, offset: int, nbytes: int, dtype: np.dtype, shape: tup
     """A closure that reads exactly one tensor's bytes from an already-vetted file."""
 
     def read() -> np.ndarray:
-        try:
-            with open(real_path, "rb") as f:
-                f.seek(offset)
-                buf = f.read(nbytes)
-        except OSError as e:
-            raise DataError(f"cannot read external data {real_path}: {e.strerror}") from None
-        if len(buf) != nbytes:
-            raise DataError(f"external data {real_path} is shorter than declared")
-        return np.frombuffer(buf, dtype=dtype).reshape(shape)
+        return np.frombuffer(read_range(real_path, offset, nbytes), dtype=dtype).reshape(shape)
 
     return read

@@ -24,6 +24,7 @@ from graphlint import dtypes
 from graphlint.errors import DataError, InputError
 from graphlint.ir import ONNX, ONNX_DOMAIN, Graph, LoadIssue, Model, Node, Tensor, Value, norm_domain
 from graphlint.load import external, shape_infer
+from graphlint.load.files import os_problem
 
 # Newest IR version this onnx build understands; newer files may parse but mean other things.
 MAX_IR_VERSION = onnx.IR_VERSION
@@ -35,14 +36,8 @@ def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a model file") from None
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
     except OSError as e:
-        raise InputError(path, f"cannot read ({e.strerror})") from None
+        raise InputError(path, os_problem(e)) from None
     if not data:
         raise InputError(path, "empty file, not an ONNX model")
     proto = onnx.ModelProto()

@@ -24,8 +24,9 @@ import numpy as np
 from defusedxml import DefusedXmlException
 
 from graphlint import dtypes
-from graphlint.errors import DataError, InputError
+from graphlint.errors import InputError
 from graphlint.ir import OPENVINO, Graph, LoadIssue, Model, Node, SourceLoc, Tensor, Value
+from graphlint.load.files import os_problem, read_range
 
 BODY_TAGS = {"body", "then_body", "else_body"}
 # Real IR nests about 6 elements per body level and rt_info 2-4 deep; these caps keep
@@ -173,12 +174,6 @@ def parse_xml(path: str) -> _Handler:
     try:
         with open(path, "rb") as f:
             defusedxml.sax.parse(f, handler, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a model file") from None
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
     except _TooDeep as e:
         raise InputError(path, f"{e}; refusing to analyse it") from None
     except DefusedXmlException as e:
@@ -186,7 +181,7 @@ def parse_xml(path: str) -> _Handler:
     except xml.sax.SAXParseException as e:
         raise InputError(path, f"malformed XML at line {e.getLineNumber()}: {e.getMessage()}") from None
     except OSError as e:
-        raise InputError(path, f"cannot read ({e.strerror})") from None
+        raise InputError(path, os_problem(e)) from None
     if not handler.net_attrs and not handler.root.layers:
         raise InputError(path, "XML is not an OpenVINO IR (no <net> element)")
     return handler
@@ -237,13 +232,7 @@ class _Bin:
         path = self.path
 
         def read() -> np.ndarray:
-            try:
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    buf = f.read(size)
-            except OSError as e:
-                raise DataError(f"cannot read {path}: {e.strerror}") from None
-            arr = np.frombuffer(buf, dtype=np_dtype or np.uint8)
+            arr = np.frombuffer(read_range(path, offset, size), dtype=np_dtype or np.uint8)
             return arr.reshape(shape) if np_dtype is not None and arr.size == int(np.prod(shape)) else arr
 
         return Tensor(name, dtype, shape, read, location=f"bin:{offset}+{size}", nbytes=size)
