@@ -11,6 +11,7 @@ are one line on stderr; a traceback only with --debug.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -289,8 +290,21 @@ def _register_subcommands() -> None:
 
 def main() -> None:
     _register_subcommands()
+    code: int | str | None = 0
     try:
         cli.main(prog_name="graphlint", standalone_mode=True)
     except UsageError as e:  # raised while parsing, before a guarded command ran
         click.echo(f"graphlint: error: {e}", err=True)
-        sys.exit(2)
+        code = 2
+    except SystemExit as e:
+        code = e.code
+    if not isinstance(code, int):
+        if code is not None:
+            click.echo(str(code), err=True)
+        code = 0 if code is None else 1
+    # Every file is written and closed by now; skip tearing down millions of IR objects
+    # (seconds on a 100k-node graph) and exit as soon as the output is flushed.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):  # reader went away (| head)
+            stream.flush()
+    os._exit(code)
