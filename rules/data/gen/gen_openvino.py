@@ -32,6 +32,8 @@ import onnx.defs
 import openvino as ov
 from onnx import TensorProto, helper
 
+from graphlint.fsutil import atomic_write_text
+
 DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
 NOT_FOUND = re.compile(r"No conversion rule found for operations: ([^\n]*)")
 OV_VERSION = ov.get_version().split("-")[0]
@@ -271,10 +273,7 @@ def main(argv: list[str]) -> None:
     major_minor = ".".join(OV_VERSION.split(".")[:2])
     out = os.path.join(os.path.dirname(here), "support", f"openvino-{major_minor}.json")
     data = build(md)
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=None, separators=(",", ":"))
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    atomic_write_text(out, json.dumps(data, separators=(",", ":")) + "\n")
     print(f"wrote {out}: {sum(len(v) for v in data['domains'].values())} ops, max opset {data['max_opset']}")
 
 

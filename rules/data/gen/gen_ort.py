@@ -28,6 +28,8 @@ from typing import Any
 import onnxruntime
 from onnxruntime.capi import onnxruntime_pybind11_state as C
 
+from graphlint.fsutil import atomic_write_text
+
 OPEN = 2147483647
 DOMAIN = {"": "ai.onnx"}
 PROVIDER = "CPUExecutionProvider"
@@ -170,10 +172,7 @@ def main(argv: list[str]) -> None:
     major_minor = ".".join(onnxruntime.__version__.split(".")[:2])
     out = os.path.join(os.path.dirname(here), "support", f"ort-{major_minor}-cpu.json")
     data = build(md)
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=None, separators=(",", ":"))
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    atomic_write_text(out, json.dumps(data, separators=(",", ":")) + "\n")
     print(f"wrote {out}: {sum(len(v) for v in data['domains'].values())} ops")
 
 

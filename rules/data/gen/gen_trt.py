@@ -21,6 +21,8 @@ from typing import Any
 
 import onnx.defs
 
+from graphlint.fsutil import atomic_write_text
+
 TYPES = {
     "FP32": "float32", "FLOAT32": "float32", "FP16": "float16", "FLOAT16": "float16", "BF16": "bfloat16",
     "BFLOAT16": "bfloat16", "INT32": "int32", "INT64": "int64", "INF64": "int64",  # INF64: typo in the 10.1 doc
@@ -209,10 +211,7 @@ def main(argv: list[str]) -> None:
     md, version = argv[1], argv[2]
     out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support", f"trt-{version}.json")
     data = build(md, version)
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=False)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    atomic_write_text(out, json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}: {len(data['ops'])} rows")
 
 
