@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import onnx
 
-from graphlint.ir import Model, Node
+from graphlint.ir import Graph, Model, Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 _NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
@@ -70,6 +70,7 @@ class OnnxChecker(Rule):
         cctx.opset_imports = {o.domain: o.version for o in proto.opset_import}
         found = 0
         nodes = {(n.graph.path, n.index): n for n in model.graph.walk()}
+        graphs = {g.path: g for g in model.graph.graphs()}
         # Walk the protobuf graphs in the same order the IR was built (path-addressed).
         stack = [("main", proto.graph)]
         while stack:
@@ -102,7 +103,8 @@ class OnnxChecker(Rule):
                     found += 1
                     yield ctx.finding(None, f"Initializer {quote(tp.name)} fails onnx.checker: {_clean(e)}",
                                       value=tp.name)
-            for f in self._topology(model, ctx, path):
+            graph = graphs.get(path)
+            for f in self._topology(ctx, graph) if graph is not None else ():
                 found += 1
                 yield f
         if not found:
@@ -110,12 +112,10 @@ class OnnxChecker(Rule):
             yield ctx.finding(node, f"{'Node ' + quote(node.label) + ' fails' if node else 'The model fails'} "
                                     f"onnx.checker: {_clean(first)}")
 
-    def _topology(self, model: Model, ctx: RuleContext, path: str) -> Iterator[Finding]:
+    def _topology(self, ctx: RuleContext, graph: Graph) -> Iterator[Finding]:
         """Inputs nothing produced before use (onnx requires topological order) and SSA violations."""
-        graph = next((g for g in model.graph.graphs() if g.path == path), None)
-        if graph is None:
-            return
-        known = {v.name for v in graph.inputs} | {v.name for v in graph.values.values() if v.const is not None}
+        inputs = {v.name for v in graph.inputs}
+        known = inputs | {v.name for v in graph.values.values() if v.const is not None}
         outer = graph.owner
         while outer is not None:  # names visible from enclosing graphs
             known |= set(outer.graph.values)
@@ -130,7 +130,7 @@ class OnnxChecker(Rule):
                     yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) input {quote(v.name)} {what}.",
                                       value=v.name)
             for v in node.outputs:
-                if v.name and v.name in produced | {i.name for i in graph.inputs}:
+                if v.name and (v.name in produced or v.name in inputs):
                     yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) output {quote(v.name)} "
                                             f"is assigned more than once (ONNX graphs are SSA).", value=v.name)
                 produced.add(v.name)

@@ -42,17 +42,19 @@ class UnknownDomain(Rule):
             return  # the target has a per-op support table: GL1001/GL1002 report these nodes, per node
         first: dict[str, object] = {}
         counts: Counter = Counter()
+        op_types: dict[str, set[str]] = {}
         for node in ctx.model.walk():
             d = node.domain
             if d == ONNX_DOMAIN or ctx.target.opset_range(d) is not None:
                 continue
+            op_types.setdefault(d, set()).add(node.op_type)
             if ctx.model.functions and (d, node.op_type) in ctx.model.functions:
                 continue  # a model-local function: expanded by engines that inline functions
             counts[d] += 1
             first.setdefault(d, node)
         for d, node in sorted(first.items()):
             n = counts[d]
-            ops = sorted({x.op_type for x in ctx.model.walk() if x.domain == d})
+            ops = sorted(op_types[d])
             yield ctx.finding(
                 node,  # type: ignore[arg-type]
                 f"Node {quote(node.label)} ({node.op_type}) is in domain {quote(d)}, which "  # type: ignore[attr-defined]

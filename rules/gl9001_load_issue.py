@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from graphlint.ir import ONNX, OPENVINO
+from graphlint.ir import ONNX, OPENVINO, SourceLoc
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 # Load issue kinds other rules own.
@@ -35,15 +35,10 @@ class LoadIssue(Rule):
     dialects = frozenset({ONNX, OPENVINO})
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        from graphlint.rule import location_of
-
         for issue in ctx.model.issues:
             if issue.kind in OWNED:
                 continue
             f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:] + ".", kind=issue.kind)
-            if issue.line and issue.node is None:
-                loc = location_of(ctx.model, None)
-                from dataclasses import replace
-
-                f.location = replace(loc, graph_path=issue.graph_path, line=issue.line)
+            if issue.line and issue.node is None:  # e.g. an <edge> line in the .xml
+                f.location = SourceLoc(file=ctx.model.path, graph_path=issue.graph_path, line=issue.line)
             yield f
