@@ -70,19 +70,18 @@ def _gelu_tanh(b: Builder, x: str, out: str, ft: type) -> None:
     b.op("Mul", [half_x, b.op("Add", [t, b.const(1.0, ft, "one")])], out=[out])
 
 
+def _biased(node, b) -> str:
+    """Input 0 plus the optional bias input 1 (BiasGelu, FastGelu with bias)."""
+    return b.op("Add", [node.input[0], node.input[1]]) if _in(node, 1) else node.input[0]
+
+
 def _gelu(node, b, info) -> str | None:  # com.microsoft Gelu and BiasGelu: exact (erf) GELU
-    x = node.input[0]
-    if _in(node, 1):
-        x = b.op("Add", [x, node.input[1]])
-    _gelu_erf(b, x, node.output[0], info.ftype(node.input[0]))
+    _gelu_erf(b, _biased(node, b), node.output[0], info.ftype(node.input[0]))
     return None
 
 
 def _fast_gelu(node, b, info) -> str | None:
-    x = node.input[0]
-    if _in(node, 1):
-        x = b.op("Add", [x, node.input[1]])
-    _gelu_tanh(b, x, node.output[0], info.ftype(node.input[0]))
+    _gelu_tanh(b, _biased(node, b), node.output[0], info.ftype(node.input[0]))
     return None
 
 
