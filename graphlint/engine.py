@@ -37,6 +37,17 @@ def _applies(rule: type[Rule], model: Model, target: Target) -> bool:
     return rule.targets is None or target.name in rule.targets
 
 
+def analyses_needed(rules: Iterable[type[Rule]]) -> set[str]:
+    """Every analysis a run of these rules computes: what they require, plus the engine's op-type index."""
+    rules = list(rules)
+    names = {name for r in rules for name in r.requires}
+    if any(r.op_types for r in rules):
+        names.add("nodes_by_type")
+    if any(r.op_types == ALL_OPS for r in rules):
+        names.add("all_nodes")
+    return names
+
+
 def run_rules(
     model: Model,
     target: Target,

@@ -12,8 +12,9 @@ dialects they understand so ONNX-semantics rules never misfire on OpenVINO ops.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,10 @@ Shape = tuple[Dim, ...] | None
 ONNX = "onnx"
 OPENVINO = "openvino"
 ONNX_DOMAIN = "ai.onnx"  # the default domain, spelled out ("" in protobuf)
+# Shared read-only defaults: most of a big graph's values have no rt_info and most nodes no
+# subgraphs, and an empty dict each costs 64 bytes. Loaders assign a dict to fill one.
+NO_RT_INFO: Mapping[str, str] = MappingProxyType({})
+NO_SUBGRAPHS: Mapping[str, Graph] = MappingProxyType({})
 
 
 def norm_domain(domain: str) -> str:
@@ -128,7 +133,7 @@ class Value:
         self.const: Tensor | None = None  # initializer / Constant data
         self.is_input = False
         self.is_output = False
-        self.rt_info: dict[str, str] = {}  # OpenVINO port rt_info (layout, names, ...)
+        self.rt_info: Mapping[str, str] = NO_RT_INFO  # OpenVINO port rt_info (layout, names, ...)
 
     @property
     def rank(self) -> int | None:
@@ -242,13 +247,13 @@ class Graph:
         """Every node of this graph and, depth-first, of its subgraphs (iteratively)."""
         stack: list[Iterator[Node]] = [iter(self.nodes)]
         while stack:
-            node = next(stack[-1], None)
-            if node is None:
+            for node in stack[-1]:  # resumes a partly consumed iterator after a subgraph
+                yield node
+                if node.subgraphs:  # its subgraphs come next, first one first, then the rest of this graph
+                    stack.extend(iter(sub.nodes) for sub in reversed(node.subgraphs.values()))
+                    break
+            else:
                 stack.pop()
-                continue
-            yield node
-            for sub in reversed(node.subgraphs.values()):
-                stack.append(iter(sub.nodes))
 
     def graphs(self) -> Iterator[Graph]:
         """This graph and all nested subgraphs."""
@@ -288,7 +293,10 @@ class Model:
     rt_info: dict[str, Any] = field(default_factory=dict)  # OpenVINO model rt_info
     functions: dict[tuple[str, str], Graph] = field(default_factory=dict)  # (domain, name) -> body
     issues: list[LoadIssue] = field(default_factory=list)
-    proto: Any = None  # the onnx.ModelProto (weights not loaded) for checks that need it
+    # The onnx.ModelProto as the file has it (weights not loaded), its main graph outputs typed as
+    # shape inference found them (onnx.checker rejects untyped ones); inferred value_info is not
+    # merged into it: the values carry those types.
+    proto: Any = None
     ov_opsets: set[str] = field(default_factory=set)  # OpenVINO opsets used
     stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
     # Graph input/output types as the file declares them, before shape inference filled gaps.
@@ -298,6 +306,22 @@ class Model:
     # target-independent analysis results shared by every target of the run.
     precomputed: dict[str, Any] = field(default_factory=dict, repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)  # loader phases (--stats)
+    # Work the loader left to finish (shape inference still running in a child): see ready().
+    _pending: Callable[[Model], None] | None = field(default=None, repr=False, compare=False)
+
+    def ready(self) -> None:
+        """Finish loading: wait for deferred shape inference and apply its types and issues.
+
+        Idempotent; a no-op unless the model was loaded with ``defer_types=True``.
+        """
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending(self)
+
+    @property
+    def pending(self) -> bool:
+        """Whether inferred types are still to come (see ready())."""
+        return self._pending is not None
 
     def walk(self) -> Iterator[Node]:
         yield from self.graph.walk()

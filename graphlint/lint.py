@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphlint import registry
-from graphlint.engine import LintResult, run_rules
+from graphlint.analysis import run_early
+from graphlint.engine import LintResult, analyses_needed, run_rules
 from graphlint.errors import GraphlintError, InputError
 from graphlint.load import load_model
 from graphlint.report import LoadFailure, Run
@@ -108,7 +109,15 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
 def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: LintOptions) -> list[LintResult]:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    model = load_model(path)
+    model = load_model(path, defer_types=True)
+    if model.pending:
+        # ONNX shape inference still runs in the loader's child: do the analyses' type-free
+        # parts now instead of waiting for it (load -> analyse order is kept: they only read
+        # what the loader has already built).
+        needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
+        for name, t in run_early(model, sorted(needed)).items():
+            model.timings[f"{name} (while inference runs)"] = t
+        model.ready()
     timings["load"] = time.perf_counter() - t0
     timings.update((f"load:{k}", v) for k, v in model.timings.items())
     model.stats.setdefault("nodes", model.node_count)

@@ -40,6 +40,12 @@ def facts(rule_id: str) -> tuple[dict[str, Any], ...]:
 
 
 @functools.cache
+def facts_for(rule_id: str, op_type: str) -> tuple[dict[str, Any], ...]:
+    """The rule's facts that name ``op_type``, in file order (what a rule checks per node)."""
+    return tuple(f for f in facts(rule_id) if op_type in f["op"])
+
+
+@functools.cache
 def _by_id() -> dict[str, dict[str, Any]]:
     return {f["id"]: f for f in table()["fact"]}
 

@@ -42,9 +42,11 @@ class OnnxChecker(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         model = ctx.model
-        by_name = {n.name: n for n in model.graph.walk() if n.name}
+        by_name: dict[str, Node] | None = None  # built on the first strict-inference issue (usually none)
         for issue in model.issues:
             if issue.kind == "shape-inference":
+                if by_name is None:
+                    by_name = {n.name: n for n in model.graph.walk() if n.name}
                 node = by_name.get(issue.value or "")
                 where = f"Node {quote(node.label)} ({node.op_type}) fails" if node else "The model fails"
                 yield ctx.finding(node, f"{where} strict shape inference: {issue.message}")

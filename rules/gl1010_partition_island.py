@@ -39,7 +39,7 @@ class PartitionIsland(Rule):
     id = "GL1010"
     name = "partition-island"
     severity = Severity.INFO
-    requires = ("support",)
+    requires = ("support", "components")  # components: the partition when every node is supported
     source = "graphlint.analysis.partition over the GL1001-GL1005 verdicts"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -48,7 +48,7 @@ class OpOutsideItsOpsets(Rule):
     source = f"{D.SOURCE} (kind = availability); ONNX Changelog"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
-        for f in D.facts(ID):
+        for f in D.facts_for(ID, node.op_type):
             if not D.applies(f, node):
                 continue
             lo = f["opsets"][0]

@@ -51,7 +51,7 @@ class AttributeBecameInput(Rule):
     source = f"{D.SOURCE} (kind = attr-to-input); ONNX Changelog; TensorRT operators.md restriction column"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
-        for f in D.facts(ID):
+        for f in D.facts_for(ID, node.op_type):
             if not D.applies(f, node):
                 continue
             names = f["attribute"] if isinstance(f["attribute"], list) else [f["attribute"]]

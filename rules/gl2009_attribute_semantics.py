@@ -100,7 +100,7 @@ class AttributeSemantics(Rule):
     source = f"{D.SOURCE} (kind = attribute-value); ONNX Changelog; TensorRT operators.md"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
-        for f in D.facts(ID):
+        for f in D.facts_for(ID, node.op_type):
             if not D.applies(f, node, ctx.target):
                 continue
             value = PREDICATES[f["when"]](node, f)

@@ -47,22 +47,27 @@ class PadToMultiple(Rule):
         facts: ShapeFacts = ctx.analysis("shapes")
         index = ctx.analysis("nodes_by_type")
         seen: set[str] = set()
+        done: set[Poly] = set()
         for node in (*index.get("MatMul", ()), *index.get("Gemm", ())):
-            yield from self._sequence(ctx, facts, node, m, seen)
+            yield from self._sequence(ctx, facts, node, m, seen, done)
             yield from self._weights(ctx, facts, node, m)
         for node in index.get("Conv", ()):
             yield from self._weights(ctx, facts, node, m)
 
-    def _sequence(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int, seen: set[str]) -> Iterator[Finding]:
+    def _sequence(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int, seen: set[str],
+                  done: set[Poly]) -> Iterator[Finding]:
         shape = facts.shape(node.input(0))
         if not shape or len(shape) < 2:
             return
         for d in shape[-2:]:
-            if d is None or d.is_const:
+            if d is None or d in done or d.is_const:
                 continue
+            done.add(d)  # after this pass each of its symbols is reported or has no origin to report
             for sym in sorted(d.symbols):
+                if sym in seen:  # one finding per dynamic dim, at its first MatMul/Gemm
+                    continue
                 where = [(i, a) for i, a in facts.origins.get(sym, ()) if a >= 1]
-                if not where or sym in seen:
+                if not where:
                     continue
                 seen.add(sym)
                 inp, axis = where[0]

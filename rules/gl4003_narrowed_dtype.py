@@ -41,7 +41,7 @@ class NarrowedDtype(Rule):
     id = "GL4003"
     name = "narrowed-dtype"
     severity = Severity.WARNING
-    requires = ("shapes",)
+    requires = ("shapes", "nodes_by_type")
     fixable = True
     source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (DOUBLE note); rules/data/targets/trt-*.toml"
 
@@ -60,8 +60,8 @@ class NarrowedDtype(Rule):
                         f"(clamping to +-FLT_MAX), so the binding must be converted on the host.",
                         value=v, rewrite=self._rw("double-to-float", v.name),
                     )
-            for n in ctx.model.walk():
-                if n.op_type == "Cast" and n.attr("to") == 11:
+            for n in ctx.analysis("nodes_by_type").get("Cast", ()):  # every graph, in walk order
+                if n.attr("to") == 11:
                     yield ctx.finding(
                         n,
                         f"Node {quote(n.label)} (Cast) produces float64; {t.title} computes it as {to}.",

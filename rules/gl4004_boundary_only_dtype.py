@@ -55,10 +55,9 @@ class BoundaryOnlyDtype(Rule):
                                             description=f"Cast '{v.name}' to float right at the input."),
                         )
         for n in g.nodes:
-            if n.op_type in QDQ:
-                continue
             for v in n.outputs:
-                if v.dtype in types and not v.is_output and any(c.op_type != "Cast" for c in v.consumers):
+                if v.dtype in types and n.op_type not in QDQ and not v.is_output \
+                        and any(c.op_type != "Cast" for c in v.consumers):
                     yield ctx.finding(
                         n,
                         f"Node {quote(n.label)} ({n.op_type}) produces {v.dtype} tensor {quote(v.name)} inside "

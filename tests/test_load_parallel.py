@@ -74,7 +74,7 @@ def _load_both(path: str, monkeypatch) -> tuple:
     monkeypatch.setenv("GRAPHLINT_JOBS", "1")
     serial = load_model(path)
     monkeypatch.delenv("GRAPHLINT_JOBS")
-    monkeypatch.setattr(shape_infer, "FORK_MIN_NODES", 0)
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
     forked = load_model(path)
     return serial, forked
 
@@ -112,9 +112,87 @@ def test_bench_model_findings_identical(tmp_path, monkeypatch, request):
     monkeypatch.setenv("GRAPHLINT_JOBS", "1")
     serial = findings()
     monkeypatch.delenv("GRAPHLINT_JOBS")
-    monkeypatch.setattr(shape_infer, "FORK_MIN_NODES", 0)
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
     assert findings() == serial
     serial_m, forked_m = _load_both(path, monkeypatch)
     assert _types(forked_m) == _types(serial_m)
     assert any(n.op_type == "If" and n.subgraphs for n in forked_m.graph.nodes)
     assert "onnx_checker" in forked_m.precomputed  # the fork path really ran
+
+
+def _untyped_output_model(path: str) -> str:
+    """A custom-domain node holding a graph attribute (its body must still become a subgraph)
+    and a main-graph output without a type: onnx.checker rejects the file as it is but
+    accepts it once inference typed the output, which is what GL0001 reports."""
+    body = helper.make_graph([helper.make_node("Neg", ["x"], ["nx"], name="body_neg")], "body", [],
+                             [helper.make_tensor_value_info("nx", TensorProto.FLOAT, [6])])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Frob", ["r"], ["f"], name="frob", domain="com.example", body=body),
+             helper.make_node("Relu", ["r"], ["y"], name="relu2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+                              [helper.make_value_info("y", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_checker_verdict_is_about_the_inferred_model(tmp_path, monkeypatch, request):
+    if rerun_unthreaded(request):
+        return
+    path = _untyped_output_model(str(tmp_path / "untyped.onnx"))
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(path)
+    serial, forked = _load_both(path, monkeypatch)
+    assert forked.precomputed["onnx_checker"] is None
+    for model in (serial, forked):
+        assert model.graph.values["y"].dtype == "float32"
+        assert model.proto.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+        assert model.graph.nodes[1].subgraphs["body"].values["nx"].shape == (6,)
+    assert _types(forked) == _types(serial)
+
+    def rule_ids() -> list:
+        return [f.rule_id for f in lint_paths([path], LintOptions(targets=["ort"])).findings()]
+
+    monkeypatch.setenv("GRAPHLINT_JOBS", "1")
+    serial_ids = rule_ids()
+    monkeypatch.delenv("GRAPHLINT_JOBS")
+    assert "GL0001" not in serial_ids and "GL0004" in serial_ids
+    assert rule_ids() == serial_ids
+
+
+def test_deferred_types(tmp_path, monkeypatch, request):
+    """defer_types returns while the children still run: declared inputs and constants are
+    typed already, everything else once ready() (idempotent) has applied inference."""
+    if rerun_unthreaded(request):
+        return
+    path = _loop_model(str(tmp_path / "loop.onnx"))
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
+    complete = load_model(path)
+    deferred = load_model(path, defer_types=True)
+    assert deferred.pending and not complete.pending
+    values = deferred.graph.values
+    assert (values["x"].dtype, values["x"].shape) == ("float32", (6,))  # declared input
+    assert (values["shape"].dtype, values["shape"].shape) == ("int64", (2,))  # initializer
+    assert values["r"].dtype is None and "onnx_checker" not in deferred.precomputed
+    deferred.ready()
+    deferred.ready()
+    assert not deferred.pending and _types(deferred) == _types(complete)
+    assert deferred.precomputed == complete.precomputed
+    assert [(i.kind, i.message) for i in deferred.issues] == [(i.kind, i.message) for i in complete.issues]
+    assert {"wait for shape inference", "merge inferred types"} <= set(deferred.timings)
+
+
+def test_cancel_kills_deferred_children(tmp_path, monkeypatch, request):
+    if rerun_unthreaded(request):
+        return
+    path = _loop_model(str(tmp_path / "loop.onnx"))
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
+    model = load_model(path, defer_types=True)
+    pids = [p.pid for p in shape_infer._LIVE]
+    assert len(pids) == 2 and model.pending
+    shape_infer.cancel_all()
+    assert not shape_infer._LIVE
+    for pid in pids:
+        with pytest.raises(ChildProcessError):  # killed and reaped
+            os.waitpid(pid, os.WNOHANG)

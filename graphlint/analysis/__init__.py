@@ -7,14 +7,21 @@ this package register themselves on import; a rule pack may register its own.
 
 An analysis that does not depend on the target says so (``per_target=False``): it is then
 computed once per model and shared by every ``--target`` of the run, instead of once per target.
+
+Such an analysis may also register an ``early`` part, ``(model) -> Any``: work that needs no
+inferred value types. While ONNX shape inference still runs in the loader's child process, the
+linter computes the early parts (:func:`run_early`) instead of idling; the result waits in
+``model.precomputed["early:<name>"]`` for the analysis proper, which reconciles it with the
+inferred types. Without a pending child the early part never runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,14 +29,24 @@ if TYPE_CHECKING:
     from graphlint.target import Target
 
 AnalysisFn = Callable[["Model", "Target"], Any]
+EarlyFn = Callable[["Model"], Any]
 _REGISTRY: dict[str, AnalysisFn] = {}
+_EARLY: dict[str, EarlyFn] = {}
 _PER_MODEL: set[str] = set()  # analyses that ignore the target: one result per model
 _loaded = False
 
 
-def analysis(name: str, *, per_target: bool = True) -> Callable[[AnalysisFn], AnalysisFn]:
+def analysis(name: str, *, per_target: bool = True, early: EarlyFn | None = None,
+             ) -> Callable[[AnalysisFn], AnalysisFn]:
+    if early is not None and per_target:
+        raise ValueError(f"analysis {name!r}: an early part needs per_target=False (it runs before any target)")
+
     def register(fn: AnalysisFn) -> AnalysisFn:
         _REGISTRY[name] = fn
+        if early is not None:
+            _EARLY[name] = early
+        else:
+            _EARLY.pop(name, None)
         if per_target:
             _PER_MODEL.discard(name)
         else:
@@ -73,3 +90,23 @@ class Analyses:
         if shared is not None:
             shared[name] = result
         return result
+
+
+def early_key(name: str) -> str:
+    return f"early:{name}"
+
+
+def run_early(model: Model, names: Iterable[str]) -> dict[str, float]:
+    """Compute the early parts of the named analyses (those that have one); returns their times."""
+    _load_builtin()
+    timings: dict[str, float] = {}
+    for name in names:
+        fn = _EARLY.get(name)
+        if fn is None or early_key(name) in model.precomputed:
+            continue
+        t0 = time.perf_counter()
+        # On a crash the analysis proper computes everything itself (and its crash is a finding).
+        with contextlib.suppress(Exception):
+            model.precomputed[early_key(name)] = fn(model)
+        timings[f"early:{name}"] = time.perf_counter() - t0
+    return timings

@@ -4,19 +4,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from graphlint.analysis import analysis
+from graphlint.analysis import analysis, early_key
 from graphlint.ir import Model, Node
 
 
-@analysis("nodes_by_type", per_target=False)
-def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
-    """op_type -> nodes (all graphs, subgraphs and functions), in walk order."""
+def node_list(model: Model) -> list[Node]:
+    """Every node in :meth:`Model.walk` order (graphs, subgraphs, then function bodies), as a list."""
+    return list(model.walk())
+
+
+def _index(model: Model) -> dict[str, list[Node]]:
     index: dict[str, list[Node]] = defaultdict(list)
-    for node in model.walk():
+    for node in node_list(model):
         index[node.op_type].append(node)
     return dict(index)
 
 
+@analysis("nodes_by_type", per_target=False, early=_index)
+def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
+    """op_type -> nodes (all graphs, subgraphs and functions), in walk order."""
+    # Node types need no inferred value types: the index may have been built while the loader's
+    # shape inference still ran (the early part), and merging the types adds no nodes.
+    early = model.precomputed.get(early_key("nodes_by_type"))
+    return early if early is not None else _index(model)
+
+
 @analysis("all_nodes", per_target=False)
 def all_nodes(model: Model, target) -> list[Node]:
-    return list(model.walk())
+    return node_list(model)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graphlint.ir import Model, Node, Value
+from graphlint.analysis import analysis, early_key
+from graphlint.ir import Graph, Model, Node, Value
 from graphlint.target import Target
 
 if TYPE_CHECKING:
@@ -85,6 +86,58 @@ def compute(model: Model, sup: Support) -> Partition:
             if (n.domain, n.op_type) in bad_functions:
                 rejected.add(n.index)
 
+    if not rejected:  # the target takes every node: the islands are the graph's components
+        shared = model.precomputed.get("analyses", {}).get("components")  # when GL1010 asked for them
+        groups = shared if shared is not None else _all_components(model)
+        return Partition([Island(True, members) for members in groups], len(nodes), len(nodes))
+    ok = [True] * len(nodes)
+    for i in rejected:
+        ok[i] = False
+    islands = []
+    for members in _groups(nodes, _components(nodes, ok, main)):
+        island = Island(ok[members[0].index], members)
+        if not island.supported:  # boundaries are reported for unsupported islands only
+            _boundaries(island)
+        islands.append(island)
+    return Partition(islands, len(nodes), len(nodes) - len(rejected))
+
+
+def _all_components(model: Model) -> list[list[Node]]:
+    nodes = model.graph.nodes
+    return _groups(nodes, _components(nodes, [True] * len(nodes), model.graph))
+
+
+@analysis("components", per_target=False, early=_all_components)
+def components(model: Model, target: Target) -> list[list[Node]]:
+    """The main graph's connected components (nodes joined by a tensor), each in graph order,
+    ordered by first node: the partition of every target that takes every node.
+
+    Needs no value types, so it may be computed while the loader's shape inference still runs
+    (the early part); shared by every target of the run.
+    """
+    early = model.precomputed.get(early_key("components"))
+    return early if early is not None else _all_components(model)
+
+
+def _groups(nodes: list[Node], root: list[int]) -> list[list[Node]]:
+    """Nodes grouped by root, each group in graph order, groups ordered by their first node."""
+    groups: dict[int, list[Node]] = {}  # root -> members; roots are the groups' lowest indexes
+    for n in nodes:
+        r = root[n.index]
+        members = groups.get(r)
+        if members is None:
+            groups[r] = [n]
+        else:
+            members.append(n)
+    return sorted(groups.values(), key=lambda g: g[0].index)
+
+
+def _components(nodes: list[Node], ok: list[bool], main: Graph) -> list[int]:
+    """For each node index, the lowest index of its island (nodes joined by a tensor, same status).
+
+    Union-find where a union always points the higher root at the lower one, so every parent
+    index is at most its child's; one forward pass then resolves each node to its root.
+    """
     parent = list(range(len(nodes)))
 
     def find(i: int) -> int:
@@ -93,28 +146,25 @@ def compute(model: Model, sup: Support) -> Partition:
             i = parent[i]
         return i
 
-    ok = [True] * len(nodes)
-    for i in rejected:
-        ok[i] = False
     for n in nodes:
-        i, status = n.index, ok[n.index]
+        i = n.index
+        status = ok[i]
+        ri = -1  # the root of n's set, looked up on its first edge and kept current after each union
         for v in n.outputs:
             for c in v.consumers:
                 j = c.index
                 if c.graph is main and ok[j] == status:
-                    a, b = find(i), find(j)
-                    if a != b:
-                        parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[Node]] = {}
-    for n in nodes:
-        groups.setdefault(find(n.index), []).append(n)
-    islands = []
-    for members in sorted(groups.values(), key=lambda g: g[0].index):
-        island = Island(ok[members[0].index], members)
-        if not island.supported:  # boundaries are reported for unsupported islands only
-            _boundaries(island)
-        islands.append(island)
-    return Partition(islands, len(nodes), len(nodes) - len(rejected))
+                    if ri < 0:
+                        ri = find(i)
+                    rj = j if parent[j] == j else find(j)  # most consumers are still singletons
+                    if ri < rj:
+                        parent[rj] = ri
+                    elif rj < ri:
+                        parent[ri] = rj
+                        ri = rj
+    for i, p in enumerate(parent):  # parents come first: parent[p] is already a root
+        parent[i] = parent[p]
+    return parent
 
 
 def _boundaries(island: Island) -> None:

@@ -16,8 +16,16 @@ the main graph once more, in order, and:
 Where values stay unknown after the pass, ``onnxruntime.tools.symbolic_shape_infer`` runs as
 a fallback; if it crashes, the crash is kept (``ort_error``) for a finding, never raised.
 The same pass with every symbol bound to a number (:func:`evaluate`) checks a concrete input
-shape, which is how ``--shapes`` profiles are checked. Counts go to ``model.stats``:
-``shape_values``, ``shape_unknown_onnx``, ``shape_unknown_graphlint``, ``shape_unknown_final``.
+shape, which is how ``--shapes`` profiles are checked.
+
+The pass can also run *early* (:func:`shapes_early`), while the loader's child process is still
+running ONNX inference: it then reads only the declared graph inputs, constants and attributes.
+When types arrive, :func:`shapes_analysis` checks the early facts against inference in one walk
+and keeps them only if they are exactly what the full pass would compute (see
+:func:`_reconcile`); otherwise it runs the full pass. Either way the facts are the same.
+
+Counts go to ``model.stats``: ``shape_values``, ``shape_unknown_onnx``,
+``shape_unknown_graphlint``, ``shape_unknown_final``.
 """
 
 from __future__ import annotations
@@ -31,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from graphlint import dtypes
-from graphlint.analysis import analysis
+from graphlint.analysis import analysis, early_key
 from graphlint.analysis.symbolic import ONE, Poly, product, to_poly
-from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
+from graphlint.ir import ONNX, ONNX_DOMAIN, Graph, Model, Node, Value
 
 SDim = Poly | None
 SShape = tuple[SDim, ...] | None
@@ -85,13 +93,16 @@ class ShapeFacts:
     # graph outputs whose declared shape disagrees with what the graph computes: (value, declared, computed)
     output_conflicts: list[tuple[Value, SShape, SShape]] = field(default_factory=list)
     env: Mapping[str, int] | None = None
+    early: _EarlyNotes | None = None  # set while these are early facts (before ONNX inference)
+    # how the analysis got these facts: "full" pass, early facts "reconciled", or "fallback: why"
+    path: str = "full"
 
     def shape(self, v: Value | None) -> SShape:
         if v is None:
             return None
         s = self.shapes.get(v)
         if s is None and v.const is not None:  # constants: from their declared dims, on first use
-            s = self.shapes[v] = tuple(Poly.const(d) for d in v.const.shape)
+            s = self.shapes[v] = tuple(map(Poly.const, v.const.shape))
         return s
 
     def const(self, v: Value | None) -> np.ndarray | None:
@@ -117,7 +128,8 @@ class ShapeFacts:
         s = self.svals.get(v)
         if s is not None:
             return s
-        if v.dtype is not None and v.dtype not in SHAPE_DTYPES:
+        dt = v.dtype if self.early is None else _early_dtype(self, v)
+        if dt is not None and dt not in SHAPE_DTYPES:
             return None
         a = self.const(v)
         if a is not None and a.ndim <= 1 and a.size <= MAX_SVAL and a.dtype.kind in "iu":
@@ -133,6 +145,31 @@ class ShapeFacts:
         return out
 
 
+@dataclass
+class _EarlyNotes:
+    """What the early pass assumed, so the analysis can check it against ONNX inference later."""
+
+    inputs: dict[Value, Any] = field(default_factory=dict)  # graph input -> the IR shape the pass read
+    folded: set[Node] = field(default_factory=set)  # nodes numpy folded (their shapes need no check)
+    crashed_at: int | None = None  # position of the first node that raised (its facts are partial)
+    stopped_at: int | None = None  # position of the first node not visited (asked to stop there)
+    # graph outputs whose declared shape disagrees with the handler's: (value, declared, computed)
+    conflicts: list[tuple[Value, SShape, SShape]] = field(default_factory=list)
+
+
+def _early_dtype(facts: ShapeFacts, v: Value) -> str | None:
+    """A value's dtype without ONNX inference: a constant's own, a folded array's, else unknown."""
+    if v.const is not None:
+        return v.const.dtype
+    a = facts.consts.get(v)
+    return None if a is None else str(a.dtype)
+
+
+def _shape_dtype(dt: str | None) -> bool:
+    """Whether a value of this dtype may carry a shape (unknown dtypes may)."""
+    return dt is None or dt in SHAPE_DTYPES
+
+
 def dim_text(d: SDim) -> str:
     return "?" if d is None else str(d)
 
@@ -146,15 +183,34 @@ def shape_text(s: SShape) -> str:
 
 
 class _Pass:
-    def __init__(self, model: Model, env: Mapping[str, int] | None) -> None:
+    """One walk over a graph in node order.
+
+    ``early``: ONNX inference has not run yet, so the pass reads no inferred shape or dtype: only
+    graph inputs (as the file declares them), constants and attributes. Every handler then runs,
+    and If gets a handler of its own (:func:`_if_early`); :func:`_reconcile` checks the result
+    against inference afterwards.
+    """
+
+    def __init__(self, model: Model, env: Mapping[str, int] | None, *, early: bool = False,
+                 facts: ShapeFacts | None = None) -> None:
         self.model = model
         self.env = env
-        self.f = ShapeFacts(env=env)
+        self.early = early
+        self.f = facts if facts is not None else ShapeFacts(env=env, early=_EarlyNotes() if early else None)
         self._converted: dict[tuple, SShape] = {}  # IR shape -> polys (shapes repeat a lot)
+        self.shape = self.f.shape  # handlers ask for input shapes all the time: one call, not two
+        self.handlers = _EARLY_HANDLERS if early else HANDLERS
 
     def base(self, v: Value) -> SShape:
         """The shape ONNX inference left on the value, as polys (symbols bound when evaluating)."""
         shape = v.shape
+        if shape is None or self.early:
+            return None
+        dims = self._converted.get(shape)
+        return dims if dims is not None else self.convert(shape)
+
+    def convert(self, shape: Any) -> SShape:
+        """An IR shape as polys: ``unk__N`` placeholders are unknown dims."""
         if shape is None:
             return None
         dims = self._converted.get(shape)
@@ -173,51 +229,68 @@ class _Pass:
         shape = io[1]
         return None if shape is None else tuple(None if is_placeholder(d) else to_poly(d) for d in shape)
 
-    def run(self) -> ShapeFacts:
+    def input_shape(self, v: Value) -> Any:
+        """A graph input's IR shape; the early pass takes it as the file declares it."""
+        if not self.early:
+            return v.shape
+        io = self.model.declared_io.get(v.name)
+        shape = v.shape if io is None else io[1]
+        self.f.early.inputs[v] = shape  # type: ignore[union-attr]
+        return shape
+
+    def run(self, stop: Callable[[], bool] | None = None) -> ShapeFacts:
         f = self.f
         g = self.model.graph
         for v in g.inputs:
             if v.const is not None:
                 continue
-            if v.shape is None:
+            shape = self.input_shape(v)
+            if shape is None:
                 f.shapes[v] = None
                 continue
             dims: list[SDim] = []
-            for axis, d in enumerate(v.shape):
+            for axis, d in enumerate(shape):
                 p = to_poly(d) if d is not None else Poly.sym(unnamed_symbol(v.name, axis))
                 for s in p.symbols:
                     f.origins.setdefault(s, []).append((v.name, axis))
                 dims.append(p.subs(self.env) if self.env else p)
             f.shapes[v] = tuple(dims)
-        for node in g.nodes:
+        self.visit_all(g.nodes, stop)
+        return f
+
+    def visit_all(self, nodes: list[Node], stop: Callable[[], bool] | None = None) -> None:
+        f = self.f
+        for i, node in enumerate(nodes):
+            if stop is not None and not i % 1024 and f.early is not None and stop():
+                f.early.stopped_at = i  # reconciling resumes the full pass here
+                return
             try:
                 self.visit(node)
             except Exception:  # a malformed node must not cost every shape rule its answer
                 for v in node.outputs:
                     f.shapes.setdefault(v, self.base(v))
-        return f
+                if f.early is not None and f.early.crashed_at is None:
+                    f.early.crashed_at = i
 
     def visit(self, node: Node) -> None:
         f = self.f
         outs = node.outputs
         ins = node.inputs
-        if node.domain == ONNX_DOMAIN and all(v is None or f.is_build_constant(v) for v in ins) and ins:
+        op = node.op_type
+        if node.domain == ONNX_DOMAIN and ins:
+            all_const, foldable = self._constant_inputs(ins)
+            if all_const:
+                f.build_const.update(outs)
+            if foldable and outs and op in _FOLD and self._try_fold(node, ins, outs):
+                if f.early is not None:
+                    f.early.folded.add(node)
+                return
+        if op == "Constant":
             f.build_const.update(outs)
-        if node.op_type == "Constant":
-            f.build_const.update(outs)
-        if (node.domain == ONNX_DOMAIN and outs and node.op_type in _FOLD
-                and all(v is None or v in f.consts or f.is_build_constant(v) for v in ins)):
-            arrays = [f.const(v) if v is not None else None for v in ins]
-            if all(a is not None for a, v in zip(arrays, ins, strict=True) if v is not None):
-                folded = _fold(node, arrays)
-                if folded is not None and folded.size <= MAX_CONST:
-                    f.consts[outs[0]] = folded
-                    f.shapes[outs[0]] = tuple(Poly.const(d) for d in folded.shape)
-                    return
-        handler = HANDLERS.get(node.op_type) if node.domain in (ONNX_DOMAIN, "com.microsoft") else None
+        handler = self.handlers.get(op) if node.domain in _HANDLED_DOMAINS else None
         bases = [self.base(v) for v in outs]
-        known = len(outs) == 1 and bases[0] is not None and None not in bases[0]
-        if handler is not None and known and node.op_type not in CHECKED:
+        if handler is not None and op not in CHECKED and len(outs) == 1 and bases[0] is not None \
+                and None not in bases[0]:
             handler = None  # inference already knows it and the op constrains nothing: skip the work
         results: list[SShape] = []
         if handler is not None:
@@ -225,30 +298,88 @@ class _Pass:
                 results = handler(node, self)
             except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
                 results = []  # malformed node: leave its outputs to ONNX inference
+        shapes = f.shapes
         for i, v in enumerate(outs):
             mine = results[i] if i < len(results) else None
             base = bases[i]
             if v.is_output and not self.env:
                 declared = self.declared(v, base)
                 if _contradicts(declared, mine):
-                    f.output_conflicts.append((v, declared, mine))
-            f.shapes[v] = _merge(mine, base)
-        if node.op_type in SVAL_OPS and outs and _maybe_shape_value(outs[0], f.shapes.get(outs[0])):
-            try:
-                sv = SVAL_OPS[node.op_type](node, self)
-            except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
-                sv = None
-            if sv is not None and len(sv) <= MAX_SVAL:
-                f.svals[outs[0]] = sv
-                if all(d is not None and d.is_const for d in sv):
-                    arr = np.array([d.value for d in sv], dtype=np.int64)  # type: ignore[union-attr]
-                    shp = f.shapes.get(outs[0])
-                    scalar = shp is not None and len(shp) == 0 and arr.size == 1
-                    f.consts.setdefault(outs[0], arr.reshape(()) if scalar else arr)
+                    # early: whether the full pass would have run this handler is decided later
+                    (f.early.conflicts if f.early is not None else f.output_conflicts).append((v, declared, mine))
+            shapes[v] = _merge(mine, base)
+        if op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0]), self.early):
+            self._shape_value(node, outs[0])
+
+    def _constant_inputs(self, ins: list[Value | None]) -> tuple[bool, bool]:
+        """(every input is a build-time constant, every input's data is known so numpy can fold).
+
+        Omitted optional inputs count as both. One loop that stops at the first input that is
+        neither: on a large graph almost every node has one as its first input.
+        """
+        build_const, consts = self.f.build_const, self.f.consts
+        all_const = True
+        for v in ins:
+            if v is None or v.const is not None or v in build_const:
+                continue
+            all_const = False
+            if v not in consts:
+                return False, False
+        return all_const, True
+
+    def _try_fold(self, node: Node, ins: list[Value | None], outs: list[Value]) -> bool:
+        """Fold a node whose inputs are all small constants; True when its output is now a constant."""
+        f = self.f
+        arrays = [f.const(v) if v is not None else None for v in ins]
+        if any(a is None for a, v in zip(arrays, ins, strict=True) if v is not None):
+            return False
+        folded = _fold(node, arrays)
+        if folded is None or folded.size > MAX_CONST:
+            return False
+        f.consts[outs[0]] = folded
+        f.shapes[outs[0]] = tuple(Poly.const(d) for d in folded.shape)
+        return True
+
+    def _shape_value(self, node: Node, out: Value) -> None:
+        """Track a 1-D int output element by element (the shape tensors TensorRT talks about)."""
+        f = self.f
+        try:
+            sv = SVAL_OPS[node.op_type](node, self)
+        except (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError):
+            sv = None
+        if sv is not None and len(sv) <= MAX_SVAL:
+            f.svals[out] = sv
+            if all(d is not None and d.is_const for d in sv):
+                arr = np.array([d.value for d in sv], dtype=np.int64)  # type: ignore[union-attr]
+                shp = f.shapes.get(out)
+                scalar = shp is not None and len(shp) == 0 and arr.size == 1
+                f.consts.setdefault(out, arr.reshape(()) if scalar else arr)
+
+    def branch_outputs(self, owner: Node, g: Graph) -> list[SShape]:
+        """Shapes of a subgraph's outputs, from a scratch pass that sees the enclosing scope."""
+        sub = _Pass(self.model, self.env, early=self.early)
+        outer = owner.graph.values
+        for v in g.values.values():  # names the branch takes from the enclosing graph
+            if v.producer is None and not v.is_input and v.const is None and v.name in outer:
+                sub.import_value(v, self.f, outer[v.name])
+        for node in g.nodes:
+            sub.visit(node)  # a crash propagates: the early pass marks the If node crashed
+        return [sub.f.shape(v) for v in g.outputs]
+
+    def import_value(self, v: Value, facts: ShapeFacts, src: Value) -> None:
+        f = self.f
+        f.shapes[v] = facts.shape(src)
+        sv, const = facts.sval(src), facts.const(src)
+        if sv is not None:
+            f.svals[v] = sv
+        if const is not None:
+            f.consts[v] = const
+        if facts.is_build_constant(src):
+            f.build_const.add(v)
 
     # helpers for handlers
     def shape(self, v: Value | None) -> SShape:
-        return self.f.shape(v)
+        return self.f.shape(v)  # (shadowed per instance by the bound method itself: see __init__)
 
     def event(self, kind: str, node: Node, a: Poly, b: Poly, va: Value | None, vb: Value | None,
               axis: int | None) -> None:
@@ -278,9 +409,11 @@ class _Pass:
         return a
 
 
-def _maybe_shape_value(v: Value, shape: SShape) -> bool:
-    """Only int tensors of rank 0 or 1 can carry dims (cheap filter before the value ops)."""
-    return (v.dtype is None or v.dtype in SHAPE_DTYPES) and (shape is None or len(shape) <= 1)
+def _maybe_shape_value(v: Value, shape: SShape, early: bool = False) -> bool:
+    """Only int tensors of rank 0 or 1 can carry dims (cheap filter before the value ops).
+
+    The early pass does not know the dtype yet: it assumes int, and reconciling checks it."""
+    return (early or v.dtype is None or v.dtype in SHAPE_DTYPES) and (shape is None or len(shape) <= 1)
 
 
 def _contradicts(declared: SShape, computed: SShape) -> bool:
@@ -300,7 +433,7 @@ def _contradicts(declared: SShape, computed: SShape) -> bool:
 def _merge(mine: SShape, base: SShape) -> SShape:
     if mine is None:
         return base
-    if base is None or len(base) != len(mine):
+    if base is None or len(base) != len(mine) or None not in mine:
         return mine
     return tuple(m if m is not None else b for m, b in zip(mine, base, strict=True))
 
@@ -310,6 +443,7 @@ def _merge(mine: SShape, base: SShape) -> SShape:
 
 Handler = Callable[[Node, _Pass], list[SShape]]
 HANDLERS: dict[str, Handler] = {}
+_HANDLED_DOMAINS = frozenset({ONNX_DOMAIN, "com.microsoft"})
 
 
 def handles(*ops: str) -> Callable[[Handler], Handler]:
@@ -338,17 +472,18 @@ BROADCAST = ["Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "LessOrE
 
 
 def broadcast(p: _Pass, node: Node, vals: list[Value | None], shapes: list[SShape]) -> SShape:
-    if any(s is None for s in shapes):
+    if None in shapes:
         return None
-    first = shapes[0]
-    if None not in first and all(s == first for s in shapes[1:]):  # type: ignore[operator]
-        return first  # the common case: identical shapes
-    if len(shapes) == 2:  # x + bias: the shorter shape equals the longer one's tail
+    if len(shapes) == 2:  # the common cases: identical shapes, or x + bias (one shape is the other's tail)
         a, b = shapes
         if len(a) < len(b):  # type: ignore[arg-type]
             a, b = b, a
         if None not in a and (not b or a[-len(b):] == b):  # type: ignore[index,arg-type,operator]
             return a
+    else:
+        first = shapes[0]
+        if None not in first and all(s == first for s in shapes[1:]):  # type: ignore[operator]
+            return first
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
     out: list[SDim] = []
     for k in range(rank):
@@ -373,7 +508,7 @@ CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm
 
 @handles(*BROADCAST)
 def _broadcast(node: Node, p: _Pass) -> list[SShape]:
-    vals = [v for v in node.inputs if v is not None]
+    vals = node.inputs if None not in node.inputs else [v for v in node.inputs if v is not None]
     return [broadcast(p, node, vals, [p.shape(v) for v in vals])]
 
 
@@ -804,6 +939,31 @@ def _embed_ln(node: Node, p: _Pass) -> list[SShape]:
     return [(ids[0], ids[1], emb[-1]), (ids[0],)]
 
 
+def _if_early(node: Node, p: _Pass) -> list[SShape]:
+    """If, in the early pass only (the full pass takes ONNX inference's answer): each branch is
+    walked by a scratch pass, and an output keeps the dims both branches agree on, as ONNX
+    inference merges them. Nothing from inside the branches (events, facts) leaks out."""
+    branches = [node.subgraphs.get("then_branch"), node.subgraphs.get("else_branch")]
+    if branches[0] is None or branches[1] is None:
+        return []
+    then_out, else_out = (p.branch_outputs(node, g) for g in branches)
+    out: list[SShape] = []
+    for a, b in zip(then_out, else_out, strict=False):
+        if a is None or b is None or len(a) != len(b):
+            out.append(None)
+        else:
+            out.append(tuple(x if x == y else None for x, y in zip(a, b, strict=True)))
+    return out
+
+
+def _constant_early(node: Node, p: _Pass) -> list[SShape]:
+    """Constant, in the early pass only: the tensor's own shape (the full pass takes inference's)."""
+    return [p.shape(node.outputs[0])] if node.outputs else []
+
+
+_EARLY_HANDLERS: dict[str, Handler] = {**HANDLERS, "If": _if_early, "Constant": _constant_early}
+
+
 # ------------------------------------------------------------------------------------
 # shape values: 1-D int tensors tracked element by element
 
@@ -821,7 +981,7 @@ def _sv_gather(node: Node, p: _Pass) -> list[SDim] | None:
     if data is None or idx is None or node.attr("axis", 0) != 0:
         return None
     n = len(data)
-    return [data[int(i) + n if i < 0 else int(i)] for i in idx.reshape(-1)]
+    return [data[int(i) + n if i < 0 else int(i)] for i in idx.reshape(-1).tolist()]
 
 
 def _sv_concat(node: Node, p: _Pass) -> list[SDim] | None:
@@ -1061,13 +1221,27 @@ _FOLD: dict[str, Callable[[Node, list[Any]], np.ndarray | None]] = {
 # the analysis
 
 
-def _unknown(values: list[Value], shape_of: Callable[[Value], Any]) -> list[Value]:
+def _unknown_ir(values: list[Value]) -> list[Value]:
+    """Values whose IR shape is missing or has an unknown dim (None or an ``unk__N`` placeholder)."""
+    verdicts: dict[tuple, bool] = {}  # the loader shares one tuple per distinct type: decide each once
     out = []
     for v in values:
-        s = shape_of(v)
-        if s is None or any(d is None or is_placeholder(d) for d in s):
+        s = v.shape
+        if s is None:
+            out.append(v)
+            continue
+        unknown = verdicts.get(s)
+        if unknown is None:
+            unknown = verdicts[s] = any(d is None or is_placeholder(d) for d in s)
+        if unknown:
             out.append(v)
     return out
+
+
+def _unknown_facts(values: list[Value], facts: ShapeFacts) -> list[Value]:
+    """Values whose computed shape is missing or has an unknown dim (values here are not constants)."""
+    shapes = facts.shapes
+    return [v for v in values if (s := shapes.get(v)) is None or None in s]
 
 
 def _tensor_values(model: Model) -> list[Value]:
@@ -1099,30 +1273,151 @@ def evaluate(model: Model, input_shapes: Mapping[str, tuple[int, ...]]) -> Shape
     return run(model, env)
 
 
-@analysis("shapes", per_target=False)  # target-independent: once per model
+def shapes_early(model: Model, stop: Callable[[], bool] | None = None) -> ShapeFacts | None:
+    """The pass before ONNX inference has typed the values (it runs while the loader's child infers).
+
+    Reads graph inputs as declared, constants and attributes only; :func:`shapes_analysis`
+    reconciles the result with inference once types arrive. ``stop``, polled every 1024 nodes,
+    ends the walk early (say, when inference is done): the analysis then resumes from there.
+    """
+    if model.dialect != ONNX:
+        return None
+    return _Pass(model, None, early=True).run(stop)
+
+
+@analysis("shapes", per_target=False, early=shapes_early)  # target-independent: once per model
 def shapes_analysis(model: Model, target) -> ShapeFacts:
     values = _tensor_values(model)
     stats = model.stats
     stats["shape_values"] = len(values)
+    early = model.precomputed.pop(early_key("shapes"), None)
     if model.dialect != ONNX:
-        unk = _unknown(values, lambda v: v.shape)
+        unk = _unknown_ir(values)
         stats["shape_unknown_onnx"] = stats["shape_unknown_final"] = len(unk)
         f = ShapeFacts(unknown=unk)
         for v in model.graph.values.values():
             f.shapes[v] = None if v.shape is None else tuple(to_poly(d) for d in v.shape)
         return f
-    before = _unknown(values, lambda v: v.shape)
+    before = _unknown_ir(values)
     stats["shape_unknown_onnx"] = len(before)
-    facts = run(model)
-    unk = _unknown(values, facts.shape)
+    facts = _reconcile(model, early) if early is not None else None
+    if facts is None:
+        facts = run(model)
+        if early is not None:
+            facts.path = early.path
+    unk = _unknown_facts(values, facts)
     stats["shape_unknown_graphlint"] = len(unk)
     if unk and model.proto is not None and model.node_count <= ORT_FALLBACK_MAX_NODES:
         facts.ort_error = _ort_fallback(model, facts, unk)
-        unk = _unknown(values, facts.shape)
+        unk = _unknown_facts(values, facts)
     stats["shape_unknown_final"] = len(unk)
     facts.unknown = unk
     _write_back(facts, values)
     return facts
+
+
+def _reconcile(model: Model, early: ShapeFacts) -> ShapeFacts | None:
+    """The early facts, made exactly what the full pass would compute now; None to run it afresh.
+
+    The full pass merges each handler's shape with inference's (its own dims first), and skips
+    handlers of ops that constrain nothing when inference knows the whole output. By induction
+    over the nodes in order, the two passes agree up to the first node where they could part:
+    an output whose early shape is not that merge, a value tracked as a shape value (or folded)
+    whose inferred dtype says otherwise, a node that raised. The early pass must also have read
+    the input shapes and constants' int-ness the full pass reads (else nothing is kept). Facts
+    from that node on are dropped and the full pass resumes there, so the result is always the
+    full pass's: the early pass can only save time, never change a finding. ``early.path`` says
+    what happened ("reconciled", "resumed at node ...", "fallback: ...").
+    """
+    notes = early.early
+    if notes is None:
+        early.path = "fallback: not early facts"
+        return None
+    nodes = model.graph.nodes
+    k, why = _divergence(model, early, notes)
+    if k == 0:
+        early.path = f"fallback: {why}"
+        return None
+    late = nodes[k:]
+    _forget(early, notes, late)
+    convert = _Pass(model, None).convert
+    # an output's declaration is only compared where the full pass runs the producer's handler
+    early.output_conflicts = [c for c in notes.conflicts if c[0].producer is not None and _full_pass_runs_handler(
+        c[0].producer, [convert(o.shape) for o in c[0].producer.outputs])]
+    early.early = None  # from now on lookups read the inferred dtypes like the full pass's
+    if late:
+        _Pass(model, None, facts=early).visit_all(late)
+        early.path = f"resumed at node {k} of {len(nodes)}: {why}"
+    else:
+        early.path = "reconciled"
+    return early
+
+
+def _divergence(model: Model, early: ShapeFacts, notes: _EarlyNotes) -> tuple[int, str]:
+    """Position of the first main-graph node whose early facts may differ from the full pass's,
+    and why (the node count and "" when none does)."""
+    for v, shape in notes.inputs.items():
+        if v.shape != shape:
+            return 0, f"input {v.name!r} changed shape"
+    for v in model.graph.values.values():
+        if v.const is not None and v.dtype != v.const.dtype and _shape_dtype(v.dtype) != _shape_dtype(v.const.dtype):
+            return 0, f"constant {v.name!r} is typed {v.dtype}"
+    nodes = model.graph.nodes
+    k, why = len(nodes), ""
+    if notes.stopped_at is not None:
+        k, why = notes.stopped_at, "the early pass stopped there"
+    if notes.crashed_at is not None and notes.crashed_at < k:
+        k, why = notes.crashed_at, "a node raised in the early pass"
+    convert = _Pass(model, None).convert
+    shapes, folded = early.shapes, notes.folded
+    for i in range(k):
+        node = nodes[i]
+        outs = node.outputs
+        if len(outs) == 1 and shapes.get(outs[0]) == convert(outs[0].shape):
+            continue  # the common case: inference and the early pass agree exactly (whatever the op)
+        if node in folded:
+            continue
+        bases = [convert(v.shape) for v in outs]
+        runs = _full_pass_runs_handler(node, bases)
+        mismatch = next((v for v, base in zip(outs, bases, strict=True)
+                         if (_merge(shapes.get(v), base) if runs else base) != shapes.get(v)), None)
+        if mismatch is not None:
+            k, why = i, (f"inference says {shape_text(convert(mismatch.shape))} for {mismatch.name!r}, "
+                         f"early {shape_text(shapes.get(mismatch))}")
+            break
+    # values whose early shape value or folded data assumed an int dtype inference contradicts
+    typed = [v for v in (*early.consts, *early.svals) if v.const is None and v.producer is not None and (
+        not _shape_dtype(v.dtype) if v in early.svals else
+        _shape_dtype(v.dtype) != _shape_dtype(str(early.consts[v].dtype)))]
+    if typed:
+        position = {node: i for i, node in enumerate(nodes)}
+        for v in typed:
+            i = position.get(v.producer, k)  # type: ignore[arg-type]
+            if i < k:
+                k, why = i, f"{v.name!r} is typed {v.dtype}"
+    return k, why
+
+
+def _forget(facts: ShapeFacts, notes: _EarlyNotes, late: list[Node]) -> None:
+    """Drop what the early pass found from these nodes on (the full pass redoes them)."""
+    gone = set(late)
+    for node in late:
+        for v in node.outputs:
+            facts.shapes.pop(v, None)
+            facts.svals.pop(v, None)
+            facts.consts.pop(v, None)
+            facts.build_const.discard(v)
+    if gone:
+        facts.events = [e for e in facts.events if e.node not in gone]
+        notes.conflicts = [c for c in notes.conflicts if c[0].producer not in gone]
+
+
+def _full_pass_runs_handler(node: Node, bases: list[SShape]) -> bool:
+    """Whether the full pass runs the node's handler, given inference's output shapes (see visit)."""
+    if node.domain not in _HANDLED_DOMAINS or node.op_type not in HANDLERS:
+        return False
+    op_known = len(bases) == 1 and bases[0] is not None and None not in bases[0]
+    return not (op_known and node.op_type not in CHECKED)
 
 
 def _ort_symbolic_shape_infer() -> Any:
@@ -1213,7 +1508,7 @@ def _write_back(facts: ShapeFacts, values: list[Value]) -> None:
     """Refine the IR's shapes where ONNX inference left gaps (never contradicting it)."""
     for v in values:
         cur = v.shape
-        if cur is not None and all(d is not None for d in cur):
+        if cur is not None and None not in cur:
             continue
         s = facts.shapes.get(v)
         if s is None or (cur is not None and len(cur) != len(s)):

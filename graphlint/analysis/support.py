@@ -24,6 +24,7 @@ from typing import Any
 
 from graphlint import dtypes
 from graphlint.analysis import analysis
+from graphlint.analysis.graph_index import node_list
 from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
 from graphlint.rule import Rewrite, Severity
 from graphlint.target import Target
@@ -359,9 +360,22 @@ def _fused_source(target: Target, entry: dict[str, Any]) -> str:
 # TensorRT
 
 
-def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
-    ops = table["ops"]
-    row = ops.get(node.op_type)
+def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
+    row = table["ops"].get(node.op_type)
+    if node.domain != ONNX_DOMAIN or row is None or not row["supported"]:
+        return _trt_rejected(node, target, table, row)
+    constraints = row.get("constraints")
+    out = check_constraints(node, constraints, _src(table, row["row"])) if constraints else []
+    bad = memo.get(node.op_type)
+    if bad is None:
+        bad = memo[node.op_type] = _trt_bad_types(table, row)
+    if bad:
+        out.extend(_trt_types(node, target, table, row, bad))
+    return out
+
+
+def _trt_rejected(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any] | None) -> list[Issue]:
+    """A node the parser has no (standard) importer for: another domain, not in the matrix, or unsupported."""
     title = target.title
     if node.domain != ONNX_DOMAIN:
         fused = fused_entry(target, node)
@@ -393,37 +407,36 @@ def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None 
                                                  f"it {reason[3:]}", "op", _fused_source(target, fused),
                           rewrite=fused_rewrite(target, node, fused))]
         return [Issue(UNSUPPORTED, Severity.ERROR, reason, "op", table["source"])]
-    src = _src(table, row["row"])
-    if not row["supported"]:
-        note = f" ({row['restrictions']})" if row.get("restrictions") else ""
-        return [Issue(UNSUPPORTED, Severity.ERROR, f"is marked unsupported in {title}'s operator matrix{note}",
-                      "op", src)]
-    out = check_constraints(node, row.get("constraints", ()), src)
-    out.extend(_trt_types(node, target, table, row, src))
-    return out
+    note = f" ({row['restrictions']})" if row.get("restrictions") else ""
+    return [Issue(UNSUPPORTED, Severity.ERROR, f"is marked unsupported in {title}'s operator matrix{note}",
+                  "op", _src(table, row["row"]))]
 
 
-def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any], src: str) -> list[Issue]:
+def _trt_bad_types(table: dict[str, Any], row: dict[str, Any]) -> frozenset[str]:
+    """Element types the op's row refuses: not listed, and not left to GL4003 (DOUBLE cast-down) or
+    GL4004 (UINT8 at the boundary). Empty when the row lists no types (no check)."""
     types = row.get("types") or []
     if not types:
-        return []
-    probe = [v for v in (node.input(0),) if v is not None and v.name] or node.outputs[:1]
+        return frozenset()
+    glob = table.get("global", {})
+    return _TENSOR_TYPES - set(types) - set(glob.get("cast_down", {})) - set(glob.get("boundary_only_types", ()))
+
+
+def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any],
+               bad: frozenset[str]) -> list[Issue]:
     if node.op_type in ("Cast", "CastLike"):
         probe = [v for v in (node.input(0), node.outputs[0] if node.outputs else None) if v is not None]
-    glob = table.get("global", {})
-    out: list[Issue] = []
+    else:
+        first = node.input(0)
+        probe = [first] if first is not None and first.name else node.outputs[:1]
     for v in probe:
-        dt = v.dtype
-        if dt not in _TENSOR_TYPES or dt in types:
-            continue
-        if dt in glob.get("cast_down", {}) or dt in glob.get("boundary_only_types", ()):
-            continue  # DOUBLE cast-down (a warning) is GL4003's, UINT8 at the boundary GL4004's
-        out.append(Issue(DTYPE, Severity.ERROR,
-                         f"takes {dt} '{v.name}'; {target.title} supports {node.op_type} on "
-                         f"{', '.join(dtypes.SHORT.get(t, t) for t in types)} only", f"dtype:{dt}", src,
-                         extra={"value": v.name}))
-        break
-    return out
+        if v.dtype in bad:
+            types = row["types"]
+            return [Issue(DTYPE, Severity.ERROR,
+                          f"takes {v.dtype} '{v.name}'; {target.title} supports {node.op_type} on "
+                          f"{', '.join(dtypes.SHORT.get(t, t) for t in types)} only", f"dtype:{v.dtype}",
+                          _src(table, row["row"]), extra={"value": v.name})]
+    return []
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,7 +452,7 @@ def _ort_since(domain: str, op: str, opset: int, schema_versions: tuple[int, ...
     return best
 
 
-def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
+def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
     if node.op_type in table.get("graph_ops", {}).get(node.domain, ()):
         return []
     dom = table["domains"].get(node.domain)
@@ -501,13 +514,17 @@ def _ort_kernel(table: dict[str, Any], entry: dict[str, Any], node: Any, opset: 
     since, combos, schema, failure = resolved
     if failure is not None:
         return failure
-    binding = _bind(node, schema)
-    if not binding:
+    if not schema:
         return None
-    tkey = (key, tuple(sorted(binding.items())))
-    if tkey not in memo:
-        memo[tkey] = _ort_types(binding, combos, since)
-    return memo[tkey]
+    # The verdict depends only on the element types the node carries (and which inputs are
+    # present): a large model repeats few combinations, so bind each one to the schema once.
+    tkey = (key, tuple(v.dtype if v is not None and v.name else None for v in node.inputs),
+            tuple(v.dtype if v is not None and v.name else None for v in node.outputs))
+    if tkey in memo:
+        return memo[tkey]
+    binding = _bind(node, schema)
+    verdict = memo[tkey] = _ort_types(binding, combos, since) if binding else None
+    return verdict
 
 
 def _ort_resolve(table: dict[str, Any], entry: dict[str, Any], domain: str, op: str, opset: int) -> tuple:
@@ -631,42 +648,60 @@ def _combo_ok(combo: dict[str, list[str]], binding: dict[str, str]) -> bool:
 # OpenVINO (ONNX frontend)
 
 
-def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None = None) -> list[Issue]:
+def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
     dom = table["domains"].get(node.domain)
     entry = dom.get(node.op_type) if dom else None
-    fused = fused_entry(target, node)
-    title = target.title
     opset = int(node.opset) if isinstance(node.opset, int) else 1
+    if entry is None or entry.get("since") is None or opset < entry["since"]:
+        return _ov_rejected(node, target, table, entry, opset)
+    # Element types the frontend refuses; for the node's common case (none) one cheap pass.
+    bad = memo.get("bad_types")
+    if bad is None:
+        io_kinds = frozenset(table.get("io_refused_kinds", ()))
+        refused = frozenset(table.get("element_types", {}).get("refused", ()))
+        bad = memo["bad_types"] = (io_kinds, refused, io_kinds | refused)
+    io_kinds, refused, either = bad
     out: list[Issue] = []
-    cat = FUSED if fused else UNSUPPORTED
-    rw = fused_rewrite(target, node, fused) if fused else None
-    src = _src(table, entry.get("row")) if entry else table["source"]
-    if fused:
-        src = f"{src}; {_fused_source(target, fused)}"
-    if entry is None or entry.get("since") is None:
-        where = f"domain '{node.domain}'"
-        reason = f"has no conversion rule in {title}'s ONNX frontend ({where})"
-        return [Issue(cat, Severity.ERROR, reason, "op", src, rewrite=rw)]
-    if opset < entry["since"]:
-        return [Issue(cat, Severity.ERROR, f"has no conversion rule in {title}'s ONNX frontend at opset {opset} "
-                                           f"(first translator: opset {entry['since']})", "opset", src, rewrite=rw)]
-    io_kinds = table.get("io_refused_kinds", ())
-    for v in (*node.inputs, *node.outputs):
-        if v is not None and v.dtype in io_kinds and (v.is_input or v.is_output) and v.graph.owner is None:
-            return [Issue(DTYPE, Severity.ERROR, f"has {v.dtype.replace('_type', '')}-typed graph "
-                                                 f"{'input' if v.is_input else 'output'} '{v.name}'; {title}'s CPU "
-                                                 f"plugin cannot compile dynamic-rank model inputs/outputs",
-                          f"io:{v.dtype}", table["source"], extra={"value": v.name})]
-    refused = set(table.get("element_types", {}).get("refused", ()))
-    if refused:
+    if any(v is not None and v.dtype in either for v in (*node.inputs, *node.outputs)):
+        title = target.title
+        for v in (*node.inputs, *node.outputs):
+            if v is not None and v.dtype in io_kinds and (v.is_input or v.is_output) and v.graph.owner is None:
+                return [Issue(DTYPE, Severity.ERROR, f"has {v.dtype.replace('_type', '')}-typed graph "
+                                                     f"{'input' if v.is_input else 'output'} '{v.name}'; {title}'s CPU "
+                                                     f"plugin cannot compile dynamic-rank model inputs/outputs",
+                              f"io:{v.dtype}", table["source"], extra={"value": v.name})]
         for v in (*node.inputs, *node.outputs):
             if v is not None and v.dtype in refused:
                 out.append(Issue(DTYPE, Severity.ERROR, f"uses element type {v.dtype} ('{v.name}'), which "
                                                         f"{title}'s ONNX frontend cannot load", f"dtype:{v.dtype}",
                                  table["source"], extra={"value": v.name}))
                 break
-    out.extend(check_constraints(node, entry.get("constraints", ()), src))
+    constraints = entry.get("constraints")
+    if constraints:
+        out.extend(check_constraints(node, constraints, _ov_source(target, table, entry, node)))
     return out
+
+
+def _ov_source(target: Target, table: dict[str, Any], entry: dict[str, Any] | None, node: Node) -> str:
+    src = _src(table, entry.get("row")) if entry else table["source"]
+    fused = fused_entry(target, node)
+    return f"{src}; {_fused_source(target, fused)}" if fused else src
+
+
+def _ov_rejected(node: Node, target: Target, table: dict[str, Any], entry: dict[str, Any] | None,
+                 opset: int) -> list[Issue]:
+    """No translator for the op (in its domain, or at the model's opset)."""
+    fused = fused_entry(target, node)
+    title = target.title
+    cat = FUSED if fused else UNSUPPORTED
+    rw = fused_rewrite(target, node, fused) if fused else None
+    src = _ov_source(target, table, entry, node)
+    if entry is None or entry.get("since") is None:
+        where = f"domain '{node.domain}'"
+        reason = f"has no conversion rule in {title}'s ONNX frontend ({where})"
+        return [Issue(cat, Severity.ERROR, reason, "op", src, rewrite=rw)]
+    return [Issue(cat, Severity.ERROR, f"has no conversion rule in {title}'s ONNX frontend at opset {opset} "
+                                       f"(first translator: opset {entry['since']})", "opset", src, rewrite=rw)]
 
 
 def message(node: Node, issue: Issue) -> str:
@@ -688,14 +723,15 @@ def support(model: Model, target: Target) -> Support:
         return Support(issues, 0, rel, model)  # OpenVINO IR: native ops, nothing to translate
     fn = EVALUATORS[table["kind"]]
     functions = model.functions
+    memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
     n = 0
-    for node in model.walk():
+    for node in node_list(model):
         if node.dialect != ONNX:
             continue
         if functions and (node.domain, node.op_type) in functions:
             continue  # a model-local function call: engines inline the body, whose nodes are checked
         n += 1
-        found = fn(node, target, table, model)
+        found = fn(node, target, table, model, memo)
         if found:
             issues[node] = found
     return Support(issues, n, rel, model)

@@ -15,17 +15,29 @@ import re
 from collections.abc import Iterable, Mapping
 
 Mono = tuple[str, ...]  # sorted symbol names (repeats for powers)
+_INTERNED: dict[tuple, Poly] = {}  # canonical terms -> the one Poly with those terms
 
 
 class Poly:
-    __slots__ = ("_hash", "terms")
+    """An integer polynomial over dim symbols, immutable and interned.
 
-    def __init__(self, terms: Iterable[tuple[Mono, int]]) -> None:
+    Interning (one object per canonical form) makes equality identity and hashing id-based,
+    both at C speed: the shape pass compares dims, tests ``None in shape`` and keys dicts by
+    shapes hundreds of thousands of times on a large model. The table only grows with the
+    distinct dims a process sees (a few thousand for a big model).
+    """
+
+    __slots__ = ("is_const", "terms", "value")
+
+    terms: tuple[tuple[Mono, int], ...]
+    is_const: bool  # no symbols
+    value: int | None  # the number when constant
+
+    def __new__(cls, terms: Iterable[tuple[Mono, int]] = ()) -> Poly:
         acc: dict[Mono, int] = {}
         for m, c in terms:
             acc[m] = acc.get(m, 0) + c
-        self.terms: tuple[tuple[Mono, int], ...] = tuple(sorted((m, c) for m, c in acc.items() if c))
-        self._hash = hash(self.terms)
+        return cls._raw(tuple(sorted((m, c) for m, c in acc.items() if c)))
 
     @staticmethod
     def const(c: int) -> Poly:
@@ -37,23 +49,20 @@ class Poly:
 
     @classmethod
     def _raw(cls, terms: tuple[tuple[Mono, int], ...]) -> Poly:
-        """Build from terms already in canonical form (no normalization: the hot path)."""
-        p = cls.__new__(cls)
-        p.terms = terms
-        p._hash = hash(terms)
+        """The interned Poly for terms already in canonical form (no normalization: the hot path)."""
+        p = _INTERNED.get(terms)
+        if p is None:
+            p = object.__new__(cls)
+            p.terms = terms
+            p.is_const = all(not m for m, _ in terms)
+            p.value = (terms[0][1] if terms else 0) if p.is_const else None
+            p = _INTERNED.setdefault(terms, p)  # atomic: a racing thread's object wins consistently
         return p
 
+    def __reduce__(self) -> tuple:  # copies and pickles come back as the interned object
+        return (Poly._raw, (self.terms,))
+
     # --- queries --------------------------------------------------------------------
-    @property
-    def is_const(self) -> bool:
-        return all(not m for m, _ in self.terms)
-
-    @property
-    def value(self) -> int | None:
-        if not self.terms:
-            return 0
-        return self.terms[0][1] if self.is_const else None
-
     @property
     def symbols(self) -> frozenset[str]:
         return frozenset(s for m, _ in self.terms for s in m)
@@ -122,11 +131,7 @@ class Poly:
         return Poly(out)
 
     # --- protocol -------------------------------------------------------------------
-    def __eq__(self, o: object) -> bool:
-        return isinstance(o, Poly) and self.terms == o.terms
-
-    def __hash__(self) -> int:
-        return self._hash
+    # equality and hashing are object identity (see the class docstring)
 
     def __str__(self) -> str:
         if not self.terms:

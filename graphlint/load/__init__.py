@@ -12,8 +12,13 @@ from graphlint.load.files import os_problem
 SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
 
 
-def load_model(path: str) -> Model:
-    """Load ``path`` by its suffix; raise InputError with one clear line when it cannot be read."""
+def load_model(path: str, defer_types: bool = False) -> Model:
+    """Load ``path`` by its suffix; raise InputError with one clear line when it cannot be read.
+
+    ``defer_types``: an ONNX model whose shape inference runs in a forked child is returned
+    before the child finishes; values other than main-graph inputs and constants may lack
+    their dtype/shape until ``model.ready()`` is called (OpenVINO models are always ready).
+    """
     try:
         st = os.stat(path)
     except (OSError, ValueError) as e:  # also ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
@@ -27,7 +32,7 @@ def load_model(path: str) -> Model:
     if kind == "onnx":
         from graphlint.load import onnx_loader
 
-        return onnx_loader.load(path)
+        return onnx_loader.load(path, defer_types=defer_types)
     if kind == "openvino":
         from graphlint.load import openvino_loader
 

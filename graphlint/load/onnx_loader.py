@@ -8,12 +8,14 @@ safe). Node attributes are decoded only when a rule reads them.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
 from collections import deque
-from operator import attrgetter
-from typing import Any
+from operator import attrgetter, methodcaller
+from sys import intern
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -22,17 +24,29 @@ from google.protobuf.message import DecodeError
 
 from graphlint import dtypes
 from graphlint.errors import DataError, InputError
-from graphlint.ir import ONNX, ONNX_DOMAIN, Graph, LoadIssue, Model, Node, Tensor, Value, norm_domain
+from graphlint.ir import (
+    NO_SUBGRAPHS,
+    ONNX,
+    ONNX_DOMAIN,
+    Graph,
+    LoadIssue,
+    Model,
+    Node,
+    Tensor,
+    Value,
+    norm_domain,
+)
 from graphlint.load import external, shape_infer
 from graphlint.load.files import os_problem
+
+_c_infer_shapes = onnx.onnx_cpp2py_export.shape_inference.infer_shapes
 
 # Newest IR version this onnx build understands; newer files may parse but mean other things.
 MAX_IR_VERSION = onnx.IR_VERSION
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
-def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
-    """Parse ``path``; ``keep`` receives the file bytes (shape inference takes them as they are)."""
+def read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -40,6 +54,11 @@ def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
         raise InputError(path, os_problem(e)) from None
     if not data:
         raise InputError(path, "empty file, not an ONNX model")
+    return data
+
+
+def parse(path: str, data: bytes) -> onnx.ModelProto:
+    """Parse the file's bytes ``data``; InputError with one line when they are no ONNX model."""
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)
@@ -48,32 +67,69 @@ def parse(path: str, keep: list[bytes] | None = None) -> onnx.ModelProto:
             raise InputError(path, "nested deeper than protobuf's limit of 100 messages (If/Loop bodies "
                                    "inside bodies); onnx and ONNX Runtime cannot load it either") from None
         raise InputError(path, f"not a valid ONNX protobuf ({str(e).splitlines()[0] or 'decode error'})") from None
-    if keep is not None:
-        keep.append(data)
-    del data
     if not proto.HasField("graph") or (proto.ir_version <= 0 and not proto.opset_import):
         raise InputError(path, "parses as protobuf but is not an ONNX ModelProto (no graph or ir_version)")
     return proto
 
 
-def infer_shapes(proto: onnx.ModelProto, issues: list[LoadIssue]) -> onnx.ModelProto:
-    """ONNX shape inference with data propagation, run once.
+def infer_shapes(data: bytes, issues: list[LoadIssue]) -> bytes | None:
+    """ONNX shape inference with data propagation on serialized model ``data``; the inferred
+    model's bytes, or None when inference gave up.
 
     Strict mode first: on a clean model that is the only run, and on a broken one its
     errors (one line per failing node) are recorded as load issues; then a lenient run
-    fills in every type it still can.
+    fills in every type it still can. (onnx's C entry point: the Python wrapper would
+    parse the result, which only the types are needed from.)
     """
-    infer = onnx.shape_inference.infer_shapes
+    infer = _c_infer_shapes
     try:
-        return infer(proto, check_type=True, strict_mode=True, data_prop=True)
+        return infer(data, True, True, True)  # check_type, strict_mode, data_prop
     except Exception as e:  # InferenceError, ValidationError, RuntimeError from C++
         for line in _error_lines(e):
             issues.append(LoadIssue("shape-inference", line, value=_node_in(line)))
     try:
-        return infer(proto, check_type=False, strict_mode=False, data_prop=True)
+        return infer(data, False, False, True)
     except Exception as e:
         issues.append(LoadIssue("shape-inference", f"shape inference gave up: {_first_line(e)}"))
-        return proto
+        return None
+
+
+class Types(NamedTuple):
+    """What shape inference found, compactly (a 100k-node model's types pickle in 2 MB)."""
+
+    # Per graph in graph_protos() order: value names (its value_info, then input, then output:
+    # later entries win) and their indices into ``table``.
+    graphs: list[tuple[list[str], list[int]]]
+    table: list[tuple]  # the distinct (dtype, shape) pairs: a few dozen even in a 100k-node model
+    outputs: list[bytes]  # the main graph's output ValueInfoProtos, serialized
+
+
+def decode_types(model: onnx.ModelProto) -> Types:
+    table: list[tuple] = []
+    index: dict[bytes, int] = {}
+    get_name, get_type, serialize = attrgetter("name"), attrgetter("type"), methodcaller("SerializeToString")
+    graphs = []
+    for gp in shape_infer.graph_protos(model):
+        infos = (*gp.value_info, *gp.input, *gp.output)
+        types = list(map(get_type, infos))
+        ids = []
+        for key, t in zip(map(serialize, types), types, strict=True):
+            i = index.get(key)  # one C call per type; decoding dims field by field is 5x dearer
+            if i is None:
+                i = index[key] = len(table)
+                table.append(_dims(t))
+            ids.append(i)
+        graphs.append((list(map(get_name, infos)), ids))
+    return Types(graphs, table, list(map(serialize, model.graph.output)))
+
+
+def infer_types(data: bytes) -> tuple[Types | None, list[LoadIssue]]:
+    """Shape inference on the file bytes, decoded to types (None when inference gave up);
+    runs in the forked child or in-process."""
+    issues: list[LoadIssue] = []
+    inferred = infer_shapes(data, issues)
+    del data
+    return (None if inferred is None else decode_types(onnx.ModelProto.FromString(inferred))), issues
 
 
 _NODE_RE = re.compile(r"node name: ([^)]*)\)")
@@ -119,8 +175,20 @@ def _count(dims: Any) -> int:
 
 def _embedded_tensor(tp: onnx.TensorProto) -> Tensor:
     dtype = dtypes.onnx_dtype(tp.data_type) or f"onnx:{tp.data_type}"
+    return Tensor(tp.name, dtype, tuple(tp.dims), _EmbeddedReader(tp))
 
-    def read() -> np.ndarray:
+
+class _EmbeddedReader:
+    """Reads an embedded tensor's data (a slotted object: a quarter of a closure's memory,
+    and an LLM has tens of thousands of initializers)."""
+
+    __slots__ = ("tp",)
+
+    def __init__(self, tp: onnx.TensorProto) -> None:
+        self.tp = tp
+
+    def __call__(self) -> np.ndarray:
+        tp = self.tp
         # to_array reshapes the data it has (never allocates the declared size); a mismatch
         # between dims and data, or an unknown type, becomes the documented DataError.
         try:
@@ -134,22 +202,24 @@ def _embedded_tensor(tp: onnx.TensorProto) -> Tensor:
         except Exception as e:
             raise DataError(f"tensor {tp.name!r} data cannot be read: {_first_line(e)}") from None
 
-    return Tensor(tp.name, dtype, tuple(tp.dims), read)
-
 
 class _Converter:
     def __init__(self, path: str, proto: onnx.ModelProto, issues: list[LoadIssue]) -> None:
         self.path = path
-        self.dir = os.path.dirname(os.path.abspath(path))
-        self.real_dir = os.path.dirname(os.path.realpath(path))  # differs when the model is a symlink
         self.proto = proto
         self.issues = issues
         self.opsets = {norm_domain(o.domain): o.version for o in proto.opset_import}
-        self.value_info: dict[str, Any] = {}
-        # (graph, GraphProto, initializer fallback types) per non-function graph, in BFS order;
-        # apply_types() reads their (possibly just merged) value_info.
-        self.typed: list[tuple[Graph, Any, list[tuple[Value, str | None, tuple | None]]]] = []
-        self._types: dict[bytes, tuple] = {}  # serialized TypeProto -> (dtype, shape), shared tuples
+        # (graph, initializer fallback types) per non-function graph, in graph_protos() order,
+        # for apply_types().
+        self.typed: list[tuple[Graph, list[tuple[Value, str | None, tuple | None]]]] = []
+        self.node_protos: dict[Graph, Any] = {}  # each graph's NodeProtos, by node.index
+
+    @functools.cached_property
+    def resolver(self) -> external.Resolver:
+        """External data locations, vetted once each (against the model's folder and, when the
+        model path is a symlink, the real file's folder)."""
+        return external.Resolver(os.path.dirname(os.path.abspath(self.path)),
+                                 also_root=os.path.dirname(os.path.realpath(self.path)))
 
     def tensor(self, tp: onnx.TensorProto, graph_path: str) -> Tensor:
         if tp.data_location != onnx.TensorProto.EXTERNAL:
@@ -163,7 +233,7 @@ class _Converter:
         expected = n * np_dtype.itemsize if np_dtype is not None else None
         try:
             ref = external.parse_ref({e.key: e.value for e in tp.external_data})
-            real = external.resolve(self.dir, ref, expected, also_root=self.real_dir)
+            real = self.resolver.resolve(ref, expected)
         except external.ExternalDataRefused as e:
             self.issues.append(
                 LoadIssue("external-data", f"external data of {tp.name!r} refused: {e}", value=tp.name,
@@ -177,7 +247,7 @@ class _Converter:
         )
         return Tensor(tp.name, dtype, shape, read, location=f"external:{ref.location}", nbytes=expected)
 
-    def convert(self, types: bool = True) -> tuple[Graph, dict[tuple[str, str], Graph]]:
+    def convert(self) -> tuple[Graph, dict[tuple[str, str], Graph]]:
         main = Graph(self.proto.graph.name or "main", "main")
         queue: deque[tuple[Graph, Any, dict[str, int]]] = deque([(main, self.proto.graph, self.opsets)])
         functions: dict[tuple[str, str], Graph] = {}
@@ -189,26 +259,42 @@ class _Converter:
         while queue:
             graph, gp, opsets = queue.popleft()
             self._fill(graph, gp, opsets, queue)
-        if types:
-            self.apply_types()
         return main, functions
 
-    def apply_types(self) -> None:
-        """Value types from value_info/inputs/outputs (later wins), else from initializers."""
-        cache = self._types
-        for graph, gp, fallback in self.typed:
-            value = graph.value
-            for vi in (*gp.value_info, *gp.input, *gp.output):
-                t = vi.type
-                key = t.SerializeToString()  # one C call; decoding dims field by field is 5x dearer
-                r = cache.get(key)
-                if r is None:
-                    r = cache[key] = _dims(t)
-                v = value(vi.name)
-                v.dtype, v.shape = r
+    def early_types(self, main: Graph, declared: dict[str, tuple]) -> None:
+        """Types known before inference: constants' own, then the main graph's declared inputs."""
+        for _, fallback in self.typed:
+            for v, dtype, shape in fallback:
+                v.dtype, v.shape = dtype, shape
+        for v in main.inputs:
+            v.dtype, v.shape = declared.get(v.name, (None, None))
+
+    def apply_types(self, types: Types | None) -> None:
+        """Value types from inference (or, when it gave up, the file's own value_info, inputs and
+        outputs), else from initializers."""
+        if types is not None:
+            self._set_outputs(types.outputs)
+        graphs, table, _ = types if types is not None else decode_types(self.proto)
+        if len(graphs) != len(self.typed):  # cannot happen for the same bytes; refuse rather than mis-assign
+            raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
+        for (graph, fallback), (names, ids) in zip(self.typed, graphs, strict=True):
+            values = graph.values
+            for name, i in zip(names, ids, strict=True):
+                v = values.get(name)
+                if v is None:
+                    v = values[name] = Value(name, graph)
+                v.dtype, v.shape = table[i]
             for v, dtype, shape in fallback:
                 if v.dtype is None:
                     v.dtype, v.shape = dtype, shape
+
+    def _set_outputs(self, outputs: list[bytes]) -> None:
+        """Give ``proto``'s main graph outputs the types inference found: onnx.checker rejects an
+        untyped graph output, and GL0001 reports what the checker says of the inferred model."""
+        gp = self.proto.graph
+        if list(map(methodcaller("SerializeToString"), gp.output)) != outputs:
+            gp.ClearField("output")
+            gp.output.extend(map(onnx.ValueInfoProto.FromString, outputs))
 
     def _fill(self, graph: Graph, gp: Any, opsets: dict[str, int], queue: deque) -> None:
         is_function = isinstance(gp, onnx.FunctionProto)
@@ -232,7 +318,7 @@ class _Converter:
                 dt = dtypes.onnx_dtype(sp.values.data_type)
                 v.const = Tensor(sp.values.name, dt or "?", tuple(sp.dims), None, location="sparse")
                 fallback.append((v, dt, tuple(sp.dims)))
-            self.typed.append((graph, gp, fallback))
+            self.typed.append((graph, fallback))
             for vi in gp.input:
                 v = value(vi.name)
                 v.is_input = True
@@ -242,6 +328,7 @@ class _Converter:
             v.is_output = True
             graph.outputs.append(v)
 
+        self.node_protos[graph] = gp.node
         # Runs once per node (100k+ in an LLM): graph.value() and norm_domain() are inlined.
         nodes = graph.nodes
         values = graph.values
@@ -251,9 +338,8 @@ class _Converter:
             domain = np_.domain
             if domain in ("", "ai.onnx"):
                 domain = ONNX_DOMAIN
-            op_type = np_.op_type
-            node = Node(op_type, np_.name, graph, i, dialect=ONNX, domain=domain, opset=opset_of(domain),
-                        decode=_LazyAttrs(np_, self, path))
+            op_type = intern(np_.op_type)  # one string per op type, not per node
+            node = _OnnxNode(np_.name, self, graph, i, op_type, domain, opset_of(domain))
             ins: list[Value | None] = []
             for n in np_.input:
                 if n:
@@ -276,20 +362,27 @@ class _Converter:
                     v = Value("", graph)
                 outs.append(v)
             node.outputs = outs
-            for a in np_.attribute:
-                t = a.type
-                if t == _GRAPH:
-                    self._sub(node, a.name, a.g, opsets, queue)
-                elif t == _GRAPHS:
-                    for k, g in enumerate(a.graphs):
-                        self._sub(node, f"{a.name}[{k}]", g, opsets, queue)
-            if op_type == "Constant" and domain == ONNX_DOMAIN and outs:
+            if domain != ONNX_DOMAIN or op_type in shape_infer.GRAPH_OPS:  # reading attributes costs 2 µs a node
+                self._subgraphs(node, np_, opsets, queue)
+            elif op_type == "Constant" and outs:
                 outs[0].const = _constant_tensor(np_, self, path)
             nodes.append(node)
         self._duplicate_names(graph)
 
+    def _subgraphs(self, node: Node, np_: onnx.NodeProto, opsets: dict[str, int], queue: deque) -> None:
+        for a in np_.attribute:
+            t = a.type
+            if t == _GRAPH:
+                self._sub(node, a.name, a.g, opsets, queue)
+            elif t == _GRAPHS:
+                for k, g in enumerate(a.graphs):
+                    self._sub(node, f"{a.name}[{k}]", g, opsets, queue)
+
     def _duplicate_names(self, graph: Graph) -> None:
         """ONNX requires node names unique per graph; reports and engines key layers by them."""
+        names = list(map(attrgetter("name"), graph.nodes))
+        if len(set(names)) + names.count("") - ("" in names) == len(names):
+            return  # the usual case, checked at C speed
         seen: dict[str, Node] = {}
         for node in graph.nodes:
             if node.name and seen.setdefault(node.name, node) is not node:
@@ -301,53 +394,73 @@ class _Converter:
 
     def _sub(self, node: Node, attr: str, gp: onnx.GraphProto, opsets: dict[str, int], queue: deque) -> None:
         sub = Graph(gp.name or attr, f"{node.graph.path}/{node.label}/{attr}", owner=node)
+        if node.subgraphs is NO_SUBGRAPHS:
+            node.subgraphs = {}
         node.subgraphs[attr] = sub
         queue.append((sub, gp, opsets))
 
 
-class _LazyAttrs:
-    """A node's attribute decoder: a slotted object costs a third of a closure per node."""
+class _OnnxNode(Node):
+    """A Node built from a NodeProto, decoding its attributes from it on first use.
 
-    __slots__ = ("conv", "graph_path", "np_")
+    The loader's hot path builds 100k+ of these: one object a node (no decoder object, no
+    throw-away lists), positional arguments, and a shared empty ``subgraphs`` until a graph
+    attribute gives it one.
+    """
 
-    def __init__(self, np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> None:
-        self.np_, self.conv, self.graph_path = np_, conv, graph_path
+    __slots__ = ("_conv",)  # the NodeProto is looked up when needed: a wrapper each costs 100 bytes
 
-    def __call__(self) -> dict[str, Any]:
-        return _attr_decoder(self.np_, self.conv, self.graph_path)()
+    def __init__(self, name: str, conv: _Converter, graph: Graph, index: int, op_type: str,
+                 domain: str, opset: int | None) -> None:
+        self.op_type = op_type
+        self.name = name
+        self.graph = graph
+        self.index = index
+        self.dialect = ONNX
+        self.domain = domain
+        self.opset = opset
+        self.subgraphs = NO_SUBGRAPHS  # type: ignore[assignment]
+        self._decode = None
+        self._attrs = None
+        self.source = None
+        self._conv = conv  # inputs and outputs: set by the converter
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        if self._attrs is None:
+            graph = self.graph
+            self._attrs = _decode_attrs(self._conv.node_protos[graph][self.index], self._conv, graph.path)
+        return self._attrs
 
 
-def _attr_decoder(np_: onnx.NodeProto, conv: _Converter, graph_path: str):
-    def decode() -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for a in np_.attribute:
-            t = a.type
-            if t == onnx.AttributeProto.TENSOR:
-                out[a.name] = conv.tensor(a.t, graph_path)
-            elif t in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-                continue  # available as node.subgraphs
-            elif t == onnx.AttributeProto.STRING:
-                out[a.name] = a.s.decode("utf-8", "replace")
-            elif t == onnx.AttributeProto.STRINGS:
-                out[a.name] = [s.decode("utf-8", "replace") for s in a.strings]
-            elif t == onnx.AttributeProto.FLOAT:
-                out[a.name] = a.f
-            elif t == onnx.AttributeProto.INT:
-                out[a.name] = a.i
-            elif t == onnx.AttributeProto.FLOATS:
-                out[a.name] = list(a.floats)
-            elif t == onnx.AttributeProto.INTS:
-                out[a.name] = list(a.ints)
-            elif a.ref_attr_name:
-                out[a.name] = ("@ref", a.ref_attr_name)
-            else:
-                try:
-                    out[a.name] = onnx.helper.get_attribute_value(a)
-                except Exception:  # unknown or malformed attribute type
-                    out[a.name] = None
-        return out
-
-    return decode
+def _decode_attrs(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in np_.attribute:
+        t = a.type
+        if t == onnx.AttributeProto.TENSOR:
+            out[a.name] = conv.tensor(a.t, graph_path)
+        elif t in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            continue  # available as node.subgraphs
+        elif t == onnx.AttributeProto.STRING:
+            out[a.name] = a.s.decode("utf-8", "replace")
+        elif t == onnx.AttributeProto.STRINGS:
+            out[a.name] = [s.decode("utf-8", "replace") for s in a.strings]
+        elif t == onnx.AttributeProto.FLOAT:
+            out[a.name] = a.f
+        elif t == onnx.AttributeProto.INT:
+            out[a.name] = a.i
+        elif t == onnx.AttributeProto.FLOATS:
+            out[a.name] = list(a.floats)
+        elif t == onnx.AttributeProto.INTS:
+            out[a.name] = list(a.ints)
+        elif a.ref_attr_name:
+            out[a.name] = ("@ref", a.ref_attr_name)
+        else:
+            try:
+                out[a.name] = onnx.helper.get_attribute_value(a)
+            except Exception:  # unknown or malformed attribute type
+                out[a.name] = None
+    return out
 
 
 def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> Tensor | None:
@@ -367,77 +480,129 @@ def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> 
     return None
 
 
-def load(path: str, *, infer: bool = True, _decode: bool = False) -> Model:
+def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: bool = False) -> Model:
+    """Load ``path``; with ``defer_types`` a forked inference child may still be running when this
+    returns (``model.ready()`` waits for it and applies its types), else the model is complete."""
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    keep: list[bytes] = []
-    proto = parse(path, keep=keep)
-    data = keep.pop()
-    t1 = timings["parse"] = time.perf_counter() - t0
+    data = read(path)
+    proto = None
     if _decode:  # second pass for a model with non-UTF-8 strings (see _undecoded)
+        proto = parse(path, data)
         _decode_strings(proto)
         data = proto.SerializeToString()
-    issues: list[LoadIssue] = []
-    declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
-    precomputed: dict[str, Any] = {}
-    pending = shape_infer.start(data, len(proto.graph.node), infer_shapes, check=True) if infer else None
-    if pending is not None:
-        # Inference (then onnx.checker) runs in a child while this process builds the IR.
-        del data
+    # Fork before parsing: the children start sooner and do not inherit the parsed model.
+    children = _start_children(data) if infer else None
+    try:
+        if proto is None:
+            proto = parse(path, data)
+        t1 = timings["parse"] = time.perf_counter() - t0
+        issues: list[LoadIssue] = []
+        declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
         conv = _Converter(path, proto, issues)
-        try:
-            main, functions = conv.convert(types=False)
-        except BaseException:
-            pending.cancel()
-            raise
-        t2 = time.perf_counter() - t0
-        timings["build IR (shape inference + checker in parallel)"] = t2 - t1
-        result = pending.join() or shape_infer._work(proto.SerializeToString(), infer_shapes, False)
-        t3 = time.perf_counter() - t0
-        timings["wait for shape inference"] = t3 - t2
-        parts, inference_issues, verdict = result
-        issues[:0] = inference_issues  # same order as in-process: inference issues first
-        if parts is not None:
-            shape_infer.merge([gp for _, gp, _ in conv.typed], parts)
-        conv.apply_types()
-        timings["merge inferred types"] = time.perf_counter() - t0 - t3
-        inferred = proto
-        if verdict != shape_infer.NOT_CHECKED:
-            precomputed["onnx_checker"] = verdict or None
-    else:
-        # onnx's infer_shapes takes the file bytes as they are: no re-serialization.
-        inferred = infer_shapes(data, issues) if infer else proto  # type: ignore[arg-type]
-        del data
-        t2 = time.perf_counter() - t0
-        timings["shape inference"] = t2 - t1
-        if not isinstance(inferred, onnx.ModelProto):  # inference gave up and returned its input
-            inferred = proto
-        proto = inferred  # drop the uninferred copy now (same header fields)
-        conv = _Converter(path, inferred, issues)
-        main, functions = conv.convert()
-        timings["build IR"] = time.perf_counter() - t0 - t2
-    model = Model(
-        path=path,
-        format="onnx",
-        graph=main,
-        dialect=ONNX,
-        ir_version=proto.ir_version,
-        opset_imports=conv.opsets,
-        producer=proto.producer_name,
-        producer_version=proto.producer_version,
-        metadata={p.key: p.value for p in proto.metadata_props},
-        functions=functions,
-        issues=issues,
-        proto=inferred,
-        declared_io=declared,
-        precomputed=precomputed,
-        timings=timings,
-    )
-    if not _decode and _undecoded(model):
-        model = load(path, infer=infer, _decode=True)
-        model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
-                                                      "(shown with replacement characters)"))
+        if children is not None:
+            del data  # the children have their copy
+            main, functions = conv.convert()
+            conv.early_types(main, declared)
+            timings["build IR (shape inference + checker in parallel)"] = time.perf_counter() - t0 - t1
+        else:
+            types, inference_issues = infer_types(data) if infer else (None, [])
+            issues.extend(inference_issues)  # before the converter's own issues, as in a forked load
+            del data
+            t2 = time.perf_counter() - t0
+            timings["shape inference"] = t2 - t1
+            main, functions = conv.convert()
+            conv.apply_types(types)
+            timings["build IR"] = time.perf_counter() - t0 - t2
+        model = Model(
+            path=path,
+            format="onnx",
+            graph=main,
+            dialect=ONNX,
+            ir_version=proto.ir_version,
+            opset_imports=conv.opsets,
+            producer=proto.producer_name,
+            producer_version=proto.producer_version,
+            metadata={p.key: p.value for p in proto.metadata_props},
+            functions=functions,
+            issues=issues,
+            proto=proto,
+            declared_io=declared,
+            timings=timings,
+            _pending=None if children is None else functools.partial(_finish_forked, conv, children),
+        )
+        if not _decode and _undecoded(model):
+            _cancel(children)
+            model = load(path, infer=infer, defer_types=defer_types, _decode=True)
+            model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
+                                                          "(shown with replacement characters)"))
+        if not defer_types:
+            model.ready()
+    except BaseException:
+        _cancel(children)
+        raise
     return model
+
+
+Children = tuple[shape_infer.Pending, shape_infer.Pending]
+
+
+def _start_children(data: bytes) -> Children | None:
+    """Fork shape inference and the checker on the file bytes, when it is worth it."""
+    if not shape_infer.can_fork(len(data)):
+        return None
+    inference = shape_infer.start(functools.partial(infer_types, data))
+    try:
+        # A second child rather than the checker after inference in the first: the parent is
+        # busy too (IR, then the analyses' early parts), and waiting for the verdict after the
+        # types measured 0.4-0.5 s longer on 2 cores (a lower-priority child starved the same).
+        checker = shape_infer.start(functools.partial(checker_verdict, data))
+    except BaseException:
+        inference.cancel()
+        raise
+    return inference, checker
+
+
+def checker_verdict(data: bytes) -> str | None:
+    """onnx.checker's verdict on the model as inference leaves it (what GL0001 reports, and what
+    model.proto holds): the file's own bytes unless the checker fails them, since inference may
+    type graph outputs that the checker rejects untyped or unshaped."""
+    verdict = shape_infer.checker_verdict(data)
+    if verdict is not None:
+        inferred = infer_shapes(data, [])
+        if inferred is not None:
+            verdict = shape_infer.checker_verdict(inferred)
+    return verdict
+
+
+def _cancel(children: Children | None) -> None:
+    for child in children or ():
+        child.cancel()
+
+
+def _finish_forked(conv: _Converter, children: Children, model: Model) -> None:
+    """Model.ready() of a forked load: wait for the children, apply the inferred types, the
+    inference issues and the checker's verdict."""
+    timings = model.timings
+    t0 = time.perf_counter()
+    inference, checker = children
+    try:
+        result = inference.join()
+        if result is shape_infer.DIED:  # redo in-process what the child could not finish
+            result = infer_types(conv.proto.SerializeToString())
+        timings["wait for shape inference"] = time.perf_counter() - t0
+        verdict = checker.join()
+    except BaseException:
+        _cancel(children)
+        raise
+    t1 = time.perf_counter()
+    timings["wait for onnx.checker"] = t1 - t0 - timings["wait for shape inference"]
+    types, inference_issues = result
+    model.issues[:0] = inference_issues  # same order as in-process: inference issues first
+    conv.apply_types(types)
+    timings["merge inferred types"] = time.perf_counter() - t1
+    if verdict is not shape_infer.DIED:
+        model.precomputed["onnx_checker"] = verdict or None
 
 
 def _undecoded(model: Model) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -37,6 +38,20 @@ class Run:
 
 
 def render(run: Run, fmt: str, *, color: bool = False) -> str:
+    # The models' IR (millions of objects) is still alive here. With the cyclic collector on,
+    # the hundreds of thousands of dicts a JSON/SARIF report builds trigger collections that
+    # rescan all of that IR and free nothing (seconds on a 100k-node model); reports hold no
+    # reference cycles, so pause the collector while rendering.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _render(run, fmt, color=color)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _render(run: Run, fmt: str, *, color: bool) -> str:
     if fmt == "json":
         from graphlint.report.json_report import render_json
 

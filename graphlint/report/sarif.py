@@ -10,14 +10,13 @@ the text .xml gets ``region.startLine``, binary .onnx/.bin get no region and our
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 from urllib.parse import quote
 
 from graphlint import DOCS_URI, INFORMATION_URI, __version__
-from graphlint.report import Run
+from graphlint.report import Run, jsonfmt
 from graphlint.rule import Finding, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -75,8 +74,7 @@ def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
     }
 
 
-def _result(f: Finding, rule_index: int, root: str) -> dict[str, Any]:
-    uri = artifact_uri(f.model, root)
+def _result(f: Finding, rule_index: int, uri: str) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.location.line and f.model.lower().endswith(".xml"):
         physical["region"] = {"startLine": f.location.line}
@@ -139,9 +137,13 @@ def render_sarif(run: Run) -> str:
                 "partialFingerprints": {"primaryLocationLineHash": re.sub(r"\W", "", f"{LOAD_FAILURE_RULE}{uri}")[:64]},
             })
     findings = sorted(run.findings(), key=Finding.sort_key)
+    uris: dict[str, str] = {}  # model path -> URI, resolved once per model rather than per finding
     for f in findings:
         if f.rule_id in index:
-            results.append(_result(f, index[f.rule_id], run.root))
+            uri = uris.get(f.model)
+            if uri is None:
+                uri = uris[f.model] = artifact_uri(f.model, run.root)
+            results.append(_result(f, index[f.rule_id], uri))
     if len(results) > MAX_RESULTS:
         notifications.append({
             "level": "warning",
@@ -169,5 +171,5 @@ def render_sarif(run: Run) -> str:
             "columnKind": "unicodeCodePoints",
         }],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return jsonfmt.dumps(doc, indent=2, ensure_ascii=False) + "\n"  # = json.dumps(doc, indent=2, ensure_ascii=False)
 

@@ -28,7 +28,10 @@ def render_text(run: Run, *, color: bool = False) -> str:
     for res in run.results:
         findings = [f for f in res.findings if not f.suppressed]
         m = res.model
-        head = f"{m.path} ({m.format}, {res.stats.get('nodes', m.node_count)} nodes) -> {res.target.title}"
+        nodes = res.stats.get("nodes")
+        if nodes is None:  # not .get("nodes", m.node_count): node_count walks the whole model
+            nodes = m.node_count
+        head = f"{m.path} ({m.format}, {nodes} nodes) -> {res.target.title}"
         lines.append(style(head, bold=True))
         part = res.stats.get("partition")
         if part:  # set by GL1010 (rules/gl110_partition.py)
