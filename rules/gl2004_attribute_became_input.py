@@ -56,8 +56,8 @@ class AttributeBecameInput(Rule):
                 continue
             names = f["attribute"] if isinstance(f["attribute"], list) else [f["attribute"]]
             stale = [a for a in names if a in node.attrs]
-            where = f"Node {quote(node.label)} ({node.op_type})"
             if stale:
+                where = f"Node {quote(node.label)} ({node.op_type})"
                 yield ctx.finding(
                     node,
                     f"{where} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
@@ -70,6 +70,7 @@ class AttributeBecameInput(Rule):
             if f.get("trt_const") and ctx.target.name == "trt":
                 v = node.input(f["input"])
                 if v is not None and not v.is_constant:
+                    where = f"Node {quote(node.label)} ({node.op_type})"
                     yield ctx.finding(
                         node,
                         f"{where} takes {names[0]} from {quote(v.name)}, which is computed at run time; "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node, Value
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.target import Target
 
 ID = "GL2007"
 
@@ -51,15 +52,21 @@ class Fp16DecomposedNormalization(Rule):
     fixable = True
     source = f"{D.SOURCE} (fp16-*); NVIDIA/TensorRT#2781, #3692; target profiles (fp16_default)"
 
-    def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
-        fp16 = D.fp16_note(ctx.target)
+    _fp16: tuple[Target, tuple[str, str] | None] | None = None  # (target, its fp16 note), per run
+
+    def check_node(self, node: Node, ctx: RuleContext) -> Iterable[Finding]:
+        if node.op_type == "Mul" and node.input(1) is not node.input(0):
+            return ()  # most Muls: not a square, nothing else to look at
+        cached = self._fp16
+        if cached is None or cached[0] is not ctx.target:  # the note depends on the target only
+            cached = self._fp16 = (ctx.target, D.fp16_note(ctx.target))
+        fp16 = cached[1]
         if fp16 is None or not node.outputs or (node.outputs[0].dtype and not D.is_float(node.outputs[0])):
-            return
+            return ()
         sev = Severity.WARNING if fp16[0] == "warning" else Severity.INFO
         if node.op_type == "Exp":
-            yield from self._softmax(node, ctx, sev, fp16[1])
-        else:
-            yield from self._layernorm(node, ctx, sev, fp16[1])
+            return list(self._softmax(node, ctx, sev, fp16[1]))
+        return list(self._layernorm(node, ctx, sev, fp16[1]))
 
     def _layernorm(self, node: Node, ctx: RuleContext, sev: Severity, why: str) -> Iterator[Finding]:
         d = node.input(0)

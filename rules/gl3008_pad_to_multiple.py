@@ -48,17 +48,26 @@ class PadToMultiple(Rule):
         index = ctx.analysis("nodes_by_type")
         seen: set[str] = set()
         done: set[Poly] = set()
+        verdicts: dict[tuple, dict[str, int]] = {}  # weight dims not a multiple, per (op, shape, transB)
+        # the symbols a sequence finding can name (input dims past the batch axis): once all are
+        # reported, the remaining MatMuls need no shape lookup
+        left = {sym for sym, where in facts.origins.items() if any(a >= 1 for _, a in where)}
         for node in (*index.get("MatMul", ()), *index.get("Gemm", ())):
-            yield from self._sequence(ctx, facts, node, m, seen, done)
-            yield from self._weights(ctx, facts, node, m)
+            if left:
+                shape = facts.shape(node.input(0))
+                # most MatMuls see only dims already looked at (or static ones): skip them cheaply
+                if shape and len(shape) >= 2 and any(d is not None and not d.is_const and d not in done
+                                                     for d in shape[-2:]):
+                    yield from self._sequence(ctx, facts, node, shape, m, seen, done)
+                    left -= seen
+            if (found := self._weights(ctx, node, m, verdicts)) is not None:
+                yield found
         for node in index.get("Conv", ()):
-            yield from self._weights(ctx, facts, node, m)
+            if (found := self._weights(ctx, node, m, verdicts)) is not None:
+                yield found
 
-    def _sequence(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int, seen: set[str],
+    def _sequence(self, ctx: RuleContext, facts: ShapeFacts, node: Node, shape: tuple, m: int, seen: set[str],
                   done: set[Poly]) -> Iterator[Finding]:
-        shape = facts.shape(node.input(0))
-        if not shape or len(shape) < 2:
-            return
         for d in shape[-2:]:
             if d is None or d in done or d.is_const:
                 continue
@@ -81,29 +90,39 @@ class PadToMultiple(Rule):
                     value=node.input(0), rewrite=rw, symbol=sym, multiple=m,
                 )
 
-    def _weights(self, ctx: RuleContext, facts: ShapeFacts, node: Node, m: int) -> Iterator[Finding]:
-        w = node.input(1)
+    def _weights(self, ctx: RuleContext, node: Node, m: int, verdicts: dict[tuple, dict[str, int]]) -> Finding | None:
+        ins = node.inputs
+        w = ins[1] if len(ins) > 1 else None
         if w is None or w.const is None:
-            return
+            return None
         shp = w.const.shape
-        if node.op_type == "Conv":
-            if len(shp) < 2:
-                return
-            dims = {"output channels": shp[0]}
-            if shp[1] not in (1, 3, 4):
-                dims["input channels"] = shp[1]
-        elif len(shp) == 2:
-            trans = node.op_type == "Gemm" and node.attr("transB", 0)
-            k, n = (shp[1], shp[0]) if trans else shp
-            dims = {"K (reduction)": k, "N (output)": n}
-        else:
-            return
-        bad = {k: v for k, v in dims.items() if v % m and v > 1}
+        key = (node.op_type, tuple(shp), node.op_type == "Gemm" and bool(node.attr("transB", 0)))
+        bad = verdicts.get(key)
+        if bad is None:
+            bad = verdicts[key] = _not_multiples(*key, m)
         if bad:
+            bad = dict(bad)  # each finding its own
             what = ", ".join(f"{k} {v}" for k, v in bad.items())
-            yield ctx.finding(
+            return ctx.finding(
                 node,
                 f"Node {quote(node.label)} ({node.op_type}) has weight {quote(w.name)} with {what}, not a multiple "
                 f"of {m}; {ctx.target.title} tensor-core kernels want multiples of {m}.",
                 value=w, multiple=m, dims=bad,
             )
+        return None
+
+
+def _not_multiples(op_type: str, shp: tuple, trans: bool, m: int) -> dict[str, int]:
+    """A weight's dims that tensor cores want as multiples of ``m`` and that are not (by name)."""
+    if op_type == "Conv":
+        if len(shp) < 2:
+            return {}
+        dims = {"output channels": shp[0]}
+        if shp[1] not in (1, 3, 4):
+            dims["input channels"] = shp[1]
+    elif len(shp) == 2:
+        k, n = (shp[1], shp[0]) if trans else shp
+        dims = {"K (reduction)": k, "N (output)": n}
+    else:
+        return {}
+    return {k: v for k, v in dims.items() if v % m and v > 1}

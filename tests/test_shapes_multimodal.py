@@ -207,6 +207,22 @@ def test_pad_to_multiple_only_on_tensor_core_targets():
     assert lint(path("clip_legacy.onnx"), "ort", "GL3008") == []
 
 
+def test_pad_to_multiple_reports_every_layer_sharing_an_odd_weight_shape(tmp_path):
+    # the rule decides once per weight shape: each layer still gets its own finding and data
+    import torch
+
+    from testmodels.common import torch_export
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(12, 12), torch.nn.Linear(12, 12), torch.nn.Linear(12, 16))
+    f = torch_export(net, (torch.randn(2, 12),), str(tmp_path / "odd.onnx"), opset=17, input_names=["x"])
+    found = [x for x in lint(f, "trt", "GL3008") if x.rewrite is None]
+    assert len(found) == 3 and len({x.value for x in found}) == 3
+    assert [x.properties["dims"] for x in found] == [{"K (reduction)": 12, "N (output)": 12}] * 2 + [{"K (reduction)": 12}]
+    found[0].properties["dims"].clear()
+    assert found[1].properties["dims"] == {"K (reduction)": 12, "N (output)": 12}
+
+
 # --- GL3004 / GL3005 / GL3006 ------------------------------------------------------------------
 
 def test_nonzero_is_data_dependent_on_trt_and_npu(tmp_path):

@@ -34,6 +34,8 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, ne
 from typing import Any
 
 import numpy as np
@@ -155,6 +157,35 @@ class _EarlyNotes:
     stopped_at: int | None = None  # position of the first node not visited (asked to stop there)
     # graph outputs whose declared shape disagrees with the handler's: (value, declared, computed)
     conflicts: list[tuple[Value, SShape, SShape]] = field(default_factory=list)
+    index: _EarlyIndex | None = None  # set once the walk is done
+
+
+@dataclass
+class _EarlyIndex:
+    """Lists over the whole graph that the analysis needs once types arrive, made while inference
+    still runs (the node lists during the walk, where the nodes are at hand): after it they would
+    cost a walk over every node and value on the serial path."""
+
+    singles: list[int] = field(default_factory=list)  # positions of the nodes with exactly one output
+    outs: list[Value] = field(default_factory=list)  # ... those outputs
+    others: list[int] = field(default_factory=list)  # positions of the other nodes (no output or several)
+    shapes: list[SShape] = field(default_factory=list)  # the early shapes of ``outs``
+    values: list[Value] = field(default_factory=list)  # the tensor values (_tensor_values but for dtypes)
+    unknown: list[Value] = field(default_factory=list)  # those whose early shape is missing or has an unknown dim
+    consts: list[Value] = field(default_factory=list)  # the values holding constant data
+
+    def add(self, i: int, outs: list[Value]) -> None:
+        if len(outs) == 1:
+            self.singles.append(i)
+            self.outs.append(outs[0])
+        else:
+            self.others.append(i)
+
+    def finish(self, model: Model, facts: ShapeFacts) -> None:
+        self.shapes = list(map(facts.shapes.get, self.outs))
+        self.values = _named_tensors(model)
+        self.unknown = _unknown_facts(self.values, facts)
+        self.consts = [v for v in model.graph.values.values() if v.const is not None]
 
 
 def _early_dtype(facts: ShapeFacts, v: Value) -> str | None:
@@ -238,7 +269,7 @@ class _Pass:
         self.f.early.inputs[v] = shape  # type: ignore[union-attr]
         return shape
 
-    def run(self, stop: Callable[[], bool] | None = None) -> ShapeFacts:
+    def run(self, stop: Callable[[], bool] | None = None, index: _EarlyIndex | None = None) -> ShapeFacts:
         f = self.f
         g = self.model.graph
         for v in g.inputs:
@@ -255,10 +286,11 @@ class _Pass:
                     f.origins.setdefault(s, []).append((v.name, axis))
                 dims.append(p.subs(self.env) if self.env else p)
             f.shapes[v] = tuple(dims)
-        self.visit_all(g.nodes, stop)
+        self.visit_all(g.nodes, stop, index)
         return f
 
-    def visit_all(self, nodes: list[Node], stop: Callable[[], bool] | None = None) -> None:
+    def visit_all(self, nodes: list[Node], stop: Callable[[], bool] | None = None,
+                  index: _EarlyIndex | None = None) -> None:
         f = self.f
         for i, node in enumerate(nodes):
             if stop is not None and not i % 1024 and f.early is not None and stop():
@@ -271,6 +303,8 @@ class _Pass:
                     f.shapes.setdefault(v, self.base(v))
                 if f.early is not None and f.early.crashed_at is None:
                     f.early.crashed_at = i
+            if index is not None:
+                index.add(i, node.outputs)
 
     def visit(self, node: Node) -> None:
         f = self.f
@@ -288,7 +322,7 @@ class _Pass:
         if op == "Constant":
             f.build_const.update(outs)
         handler = self.handlers.get(op) if node.domain in _HANDLED_DOMAINS else None
-        bases = [self.base(v) for v in outs]
+        bases = [None] * len(outs) if self.early else [self.base(v) for v in outs]
         if handler is not None and op not in CHECKED and len(outs) == 1 and bases[0] is not None \
                 and None not in bases[0]:
             handler = None  # inference already knows it and the op constrains nothing: skip the work
@@ -307,7 +341,7 @@ class _Pass:
                 if _contradicts(declared, mine):
                     # early: whether the full pass would have run this handler is decided later
                     (f.early.conflicts if f.early is not None else f.output_conflicts).append((v, declared, mine))
-            shapes[v] = _merge(mine, base)
+            shapes[v] = mine if base is None else _merge(mine, base)
         if op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0]), self.early):
             self._shape_value(node, outs[0])
 
@@ -584,7 +618,7 @@ def _axes(node: Node, p: _Pass, idx: int, attr_until: int) -> list[int] | None:
         ax = node.attr("axes")
         return list(ax) if ax is not None else None
     a = p.f.const(node.input(idx))
-    return [int(x) for x in a.reshape(-1)] if a is not None else None
+    return [int(x) for x in a.reshape(-1).tolist()] if a is not None else None  # tolist: no numpy scalars
 
 
 @handles("Reshape")
@@ -1244,11 +1278,25 @@ def _unknown_facts(values: list[Value], facts: ShapeFacts) -> list[Value]:
     return [v for v in values if (s := shapes.get(v)) is None or None in s]
 
 
-def _tensor_values(model: Model) -> list[Value]:
-    """Non-constant named values of the main graph that carry tensors (what the counts count)."""
+_SHAPE = attrgetter("shape")
+_DTYPE = attrgetter("dtype")
+
+
+def _named_tensors(model: Model) -> list[Value]:
+    """Non-constant named values of the main graph that are graph inputs or node outputs."""
     return [v for v in model.graph.values.values()
-            if v.const is None and v.name and (v.producer is not None or v.is_input)
-            and not (v.dtype or "").endswith("_type")]  # sequence/optional/map values have no shape
+            if v.const is None and v.name and (v.producer is not None or v.is_input)]
+
+
+def _tensor_values(model: Model, named: list[Value] | None = None) -> list[Value]:
+    """Non-constant named values of the main graph that carry tensors (what the counts count).
+
+    ``named``: :func:`_named_tensors`, when already made (the test left is by dtype).
+    """
+    values = named if named is not None else _named_tensors(model)
+    # sequence/optional/map values have no shape; a graph has few dtypes, so test each once
+    no_shape = {d for d in set(map(_DTYPE, values)) if d and d.endswith("_type")}
+    return [v for v in values if v.dtype not in no_shape] if no_shape else values
 
 
 def run(model: Model, env: Mapping[str, int] | None = None) -> ShapeFacts:
@@ -1282,15 +1330,26 @@ def shapes_early(model: Model, stop: Callable[[], bool] | None = None) -> ShapeF
     """
     if model.dialect != ONNX:
         return None
-    return _Pass(model, None, early=True).run(stop)
+    index = _EarlyIndex()
+    facts = _Pass(model, None, early=True).run(stop, index)
+    index.finish(model, facts)
+    facts.early.index = index  # type: ignore[union-attr]
+    return facts
 
 
-@analysis("shapes", per_target=False, early=shapes_early)  # target-independent: once per model
+def _early_until_inferred(model: Model) -> ShapeFacts | None:
+    """The early part as the linter runs it: once inference has finished, the rest of the walk
+    is cheaper on the typed path (it skips ops whose shapes inference already knows)."""
+    return shapes_early(model, stop=model.types_arrived)
+
+
+@analysis("shapes", per_target=False, early=_early_until_inferred)  # target-independent: once per model
 def shapes_analysis(model: Model, target) -> ShapeFacts:
-    values = _tensor_values(model)
+    early = model.precomputed.pop(early_key("shapes"), None)
+    index = early.early.index if early is not None and early.early is not None else None
+    values = _tensor_values(model, index.values if index is not None else None)
     stats = model.stats
     stats["shape_values"] = len(values)
-    early = model.precomputed.pop(early_key("shapes"), None)
     if model.dialect != ONNX:
         unk = _unknown_ir(values)
         stats["shape_unknown_onnx"] = stats["shape_unknown_final"] = len(unk)
@@ -1305,14 +1364,17 @@ def shapes_analysis(model: Model, target) -> ShapeFacts:
         facts = run(model)
         if early is not None:
             facts.path = early.path
-    unk = _unknown_facts(values, facts)
+    if facts.path == "reconciled" and index is not None and values is index.values:
+        unk = index.unknown  # the early facts, kept as they were: so are their unknowns
+    else:
+        unk = _unknown_facts(values, facts)
     stats["shape_unknown_graphlint"] = len(unk)
     if unk and model.proto is not None and model.node_count <= ORT_FALLBACK_MAX_NODES:
         facts.ort_error = _ort_fallback(model, facts, unk)
         unk = _unknown_facts(values, facts)
     stats["shape_unknown_final"] = len(unk)
     facts.unknown = unk
-    _write_back(facts, values)
+    _write_back(facts, before)  # only values ONNX inference left (partly) unknown can gain dims
     return facts
 
 
@@ -1359,7 +1421,8 @@ def _divergence(model: Model, early: ShapeFacts, notes: _EarlyNotes) -> tuple[in
     for v, shape in notes.inputs.items():
         if v.shape != shape:
             return 0, f"input {v.name!r} changed shape"
-    for v in model.graph.values.values():
+    consts = notes.index.consts if notes.index is not None else model.graph.values.values()
+    for v in consts:
         if v.const is not None and v.dtype != v.const.dtype and _shape_dtype(v.dtype) != _shape_dtype(v.const.dtype):
             return 0, f"constant {v.name!r} is typed {v.dtype}"
     nodes = model.graph.nodes
@@ -1370,11 +1433,9 @@ def _divergence(model: Model, early: ShapeFacts, notes: _EarlyNotes) -> tuple[in
         k, why = notes.crashed_at, "a node raised in the early pass"
     convert = _Pass(model, None).convert
     shapes, folded = early.shapes, notes.folded
-    for i in range(k):
+    for i in _suspects(notes, k, convert):
         node = nodes[i]
         outs = node.outputs
-        if len(outs) == 1 and shapes.get(outs[0]) == convert(outs[0].shape):
-            continue  # the common case: inference and the early pass agree exactly (whatever the op)
         if node in folded:
             continue
         bases = [convert(v.shape) for v in outs]
@@ -1396,6 +1457,21 @@ def _divergence(model: Model, early: ShapeFacts, notes: _EarlyNotes) -> tuple[in
             if i < k:
                 k, why = i, f"{v.name!r} is typed {v.dtype}"
     return k, why
+
+
+def _suspects(notes: _EarlyNotes, k: int, convert: Callable[[Any], SShape]) -> list[int]:
+    """Positions below ``k`` of the nodes whose early facts need a closer look, in order: all but
+    the common case, a node with one output whose early shape is exactly inference's (whatever
+    the op). Compared with map/compress over the early index rather than a Python loop per node,
+    and each inferred shape converted once (the loader shares one tuple per distinct type)."""
+    index = notes.index
+    if index is None:  # early facts not made by shapes_early: look at every node
+        return list(range(k))
+    inferred = list(map(_SHAPE, index.outs))
+    by_id = dict(zip(map(id, inferred), inferred, strict=True))
+    polys = {key: convert(shape) for key, shape in by_id.items()}
+    differ = compress(index.singles, map(ne, index.shapes, map(polys.__getitem__, map(id, inferred))))
+    return sorted(i for i in (*differ, *index.others) if i < k)
 
 
 def _forget(facts: ShapeFacts, notes: _EarlyNotes, late: list[Node]) -> None:

@@ -212,16 +212,17 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             v = _in(node, i)
             if v is None:
                 continue
-            name = _input_name(node, i)
             allow = c.get("allow_len")
             if allow and v.shape is not None and len(v.shape) == 1 and v.shape[0] in allow:
                 continue  # the output rank is still known (e.g. one run-time axis)
             if not is_constant(v, initializer_only=init_only):
                 what = "an initializer" if init_only else "a build-time constant"
+                name = _input_name(node, i)
                 return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
             if "values" in c:
                 val = const_value(v)
                 if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
+                    name = _input_name(node, i)
                     return (f"input {name} is {bool(val.reshape(-1)[0])}; it must be {_fmt(c['values'])}",
                             f"input:{name}")
     elif kind == "zero_input":
@@ -230,10 +231,11 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             if v is None:
                 continue
             val = const_value(v)
-            name = _input_name(node, i)
             if val is None and v.const is None and not is_constant(v):
+                name = _input_name(node, i)
                 return (f"input {name} is not a constant; it must be zero", f"input:{name}")
             if val is not None and val.dtype.kind in "iuf" and (val != 0).any():
+                name = _input_name(node, i)
                 return (f"input {name} has non-zero values; it must be zero", f"input:{name}")
     elif kind == "input_value_below":
         val = const_value(_in(node, c["input"]))
@@ -314,17 +316,22 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _input_name(node: Node, i: int) -> str:
-    schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
-    if schema is not None and i < len(schema.inputs):
-        return f"'{schema.inputs[i].name}'"
-    return f"#{i}"
+    names = _io_names(node.op_type, int(node.opset or 1), node.domain)[0] if node.dialect == ONNX else ()
+    return f"'{names[i]}'" if i < len(names) else f"#{i}"
 
 
 def _output_name(node: Node, i: int) -> str:
-    schema = _onnx_schema(node.op_type, int(node.opset or 1), node.domain) if node.dialect == ONNX else None
-    if schema is not None and i < len(schema.outputs):
-        return f"'{schema.outputs[i].name}'"
-    return f"#{i}"
+    names = _io_names(node.op_type, int(node.opset or 1), node.domain)[1] if node.dialect == ONNX else ()
+    return f"'{names[i]}'" if i < len(names) else f"#{i}"
+
+
+@functools.cache
+def _io_names(op: str, opset: int, domain: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The schema's input and output names (onnx rebuilds its parameter lists on every access)."""
+    schema = _onnx_schema(op, opset, domain)
+    if schema is None:
+        return (), ()
+    return tuple(p.name for p in schema.inputs), tuple(p.name for p in schema.outputs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,17 +368,33 @@ def _fused_source(target: Target, entry: dict[str, Any]) -> str:
 
 
 def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
-    row = table["ops"].get(node.op_type)
+    # The matrix row's facts depend on the op type only: derived once per op type, not per node.
+    facts = memo.get(node.op_type)
+    if facts is None:
+        facts = memo[node.op_type] = _trt_op_facts(table, node.op_type)
+    row, constraints, bad = facts
     if node.domain != ONNX_DOMAIN or row is None or not row["supported"]:
         return _trt_rejected(node, target, table, row)
-    constraints = row.get("constraints")
     out = check_constraints(node, constraints, _src(table, row["row"])) if constraints else []
-    bad = memo.get(node.op_type)
-    if bad is None:
-        bad = memo[node.op_type] = _trt_bad_types(table, row)
     if bad:
-        out.extend(_trt_types(node, target, table, row, bad))
+        # Most nodes' first input is a named tensor of an accepted type: clear them without the
+        # full probe (Cast also probes its output; a missing first input probes the output).
+        inputs = node.inputs
+        first = inputs[0] if inputs else None
+        if first is None or not first.name or first.dtype in bad or node.op_type in _CASTS:
+            out.extend(_trt_types(node, target, table, row, bad))
     return out
+
+
+def _trt_op_facts(table: dict[str, Any], op_type: str) -> tuple[dict[str, Any] | None, list | None, frozenset[str]]:
+    """(matrix row, its constraints, element types it refuses) of an op type."""
+    row = table["ops"].get(op_type)
+    if row is None or not row["supported"]:
+        return row, None, frozenset()
+    return row, row.get("constraints"), _trt_bad_types(table, row)
+
+
+_CASTS = frozenset({"Cast", "CastLike"})  # their element-type probe looks at the output too
 
 
 def _trt_rejected(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any] | None) -> list[Issue]:
@@ -424,7 +447,7 @@ def _trt_bad_types(table: dict[str, Any], row: dict[str, Any]) -> frozenset[str]
 
 def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str, Any],
                bad: frozenset[str]) -> list[Issue]:
-    if node.op_type in ("Cast", "CastLike"):
+    if node.op_type in _CASTS:
         probe = [v for v in (node.input(0), node.outputs[0] if node.outputs else None) if v is not None]
     else:
         first = node.input(0)

@@ -73,9 +73,13 @@ class Poly:
 
     # --- arithmetic -----------------------------------------------------------------
     def __add__(self, o: Poly) -> Poly:
+        if self.is_const and o.is_const:  # numbers (shape values, Concat sizes): no normalizing
+            return _const(self.value + o.value)  # type: ignore[operator]
         return Poly((*self.terms, *o.terms))
 
     def __sub__(self, o: Poly) -> Poly:
+        if self.is_const and o.is_const:
+            return _const(self.value - o.value)  # type: ignore[operator]
         return Poly((*self.terms, *((m, -c) for m, c in o.terms)))
 
     def __mul__(self, o: Poly) -> Poly:

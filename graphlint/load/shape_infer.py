@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -30,34 +32,39 @@ FORK_MIN_BYTES = 1 << 20
 DIED = object()  # what Pending.join() returns when the child died before answering
 # The default-domain ops with graph attributes, per onnx.defs (other domains' ops may have any).
 GRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
-_DEFAULT_DOMAIN = ("", "ai.onnx")
+_DEFAULT_DOMAIN = frozenset({"", "ai.onnx"})
 _OP_AND_DOMAIN = attrgetter("op_type", "domain")
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS
 
 
-def graph_protos(model: onnx.ModelProto) -> Iterator[onnx.GraphProto]:
+def graph_protos(model: Any) -> Iterator[Any]:
     """Every GraphProto of the model (main graph, bodies, bodies inside functions) in the
     converter's breadth-first order: main, then function bodies' and main's subgraphs as
-    their owners are visited."""
-    queue: deque[Any] = deque([model.graph, *model.functions])
+    their owners are visited. (``model`` may also be a look-alike message with the same
+    field names, see ``onnx_loader._types_only``.)"""
+    queue: deque[tuple[Any, bool]] = deque([(model.graph, True), *((fn, False) for fn in model.functions)])
     while queue:
-        gp = queue.popleft()
-        if isinstance(gp, onnx.GraphProto):
+        gp, is_graph = queue.popleft()
+        if is_graph:
             yield gp
         for n in _graph_holders(gp.node):
             for a in n.attribute:
                 if a.type == _GRAPH:
-                    queue.append(a.g)
+                    queue.append((a.g, True))
                 elif a.type == _GRAPHS:
-                    queue.extend(a.graphs)
+                    queue.extend((g, True) for g in a.graphs)
 
 
 def _graph_holders(nodes: Any) -> list[Any]:
     """The nodes that may have graph attributes, in order (found at C speed: reading every
     node's attributes would cost 2 µs a node)."""
     keys = list(map(_OP_AND_DOMAIN, nodes))
-    return [nodes[i] for i, (op, domain) in enumerate(keys) if op in GRAPH_OPS or domain not in _DEFAULT_DOMAIN]
+    # Each distinct (op type, domain) is looked at once; the nodes are picked at C speed.
+    wanted = {key for key in set(keys) if key[0] in GRAPH_OPS or key[1] not in _DEFAULT_DOMAIN}
+    if not wanted:
+        return []
+    return [nodes[i] for i in compress(range(len(keys)), map(wanted.__contains__, keys))]
 
 
 def checker_verdict(model_bytes: bytes) -> str | None:
@@ -76,6 +83,11 @@ class Pending:
     def __init__(self, pid: int, fd: int) -> None:
         self.pid, self.fd = pid, fd
         _LIVE.add(self)
+
+    def done(self) -> bool:
+        """Whether the child has finished (its result waits in the pipe, or it died); never blocks.
+        The child writes only once its work is done, so a readable pipe means finished."""
+        return self.fd < 0 or bool(select.select([self.fd], [], [], 0)[0])
 
     def join(self) -> Any:
         """The child's result, or DIED when it died without one (out of memory, killed, cancelled)."""
