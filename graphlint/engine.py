@@ -60,8 +60,9 @@ def run_rules(
     analyses = Analyses(model, target)
     ctx = RuleContext(model, target, analyses, options)
     active = [r for r in rules if _applies(r, model, target)]
-    index = analyses.get("nodes_by_type") if any(r.op_types for r in active) else {}
-    all_nodes = analyses.get("all_nodes") if any(r.op_types == ALL_OPS for r in active) else []
+    needed = analyses_needed(active)
+    index = analyses.get("nodes_by_type") if "nodes_by_type" in needed else {}
+    all_nodes = analyses.get("all_nodes") if "all_nodes" in needed else []
     findings: list[Finding] = []
     overrides: dict[str, Severity] = options.get("severity_overrides", {})
     for rule_cls in active:
