@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import onnx
 
 from graphlint.ir import Graph, Model, Node
+from graphlint.load.shape_infer import checker_verdict
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 _NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
@@ -55,15 +56,10 @@ class OnnxChecker(Rule):
             return
         if "onnx_checker" in model.precomputed:  # the loader ran the checker in parallel
             first = model.precomputed["onnx_checker"]
-            if first is None:
-                return
         else:
-            try:
-                onnx.checker.check_model(proto, full_check=False)
-                return
-            except Exception as e:  # ValidationError and friends
-                first = str(e).strip()
-        yield from self._all_errors(model, ctx, first)
+            first = checker_verdict(proto)
+        if first is not None:
+            yield from self._all_errors(model, ctx, first)
 
     def _all_errors(self, model: Model, ctx: RuleContext, first: str) -> Iterator[Finding]:
         proto = model.proto

@@ -67,11 +67,11 @@ def _graph_holders(nodes: Any) -> list[Any]:
     return [nodes[i] for i in compress(range(len(keys)), map(wanted.__contains__, keys))]
 
 
-def checker_verdict(model_bytes: bytes) -> str | None:
+def checker_verdict(model: bytes | onnx.ModelProto) -> str | None:
     """What ``onnx.checker.check_model(model, full_check=False)`` says: None when it passes,
     else its message (exactly what str() of the exception gives)."""
     try:
-        onnx.checker.check_model(model_bytes, full_check=False)
+        onnx.checker.check_model(model, full_check=False)
         return None
     except Exception as e:
         return str(e).strip()
