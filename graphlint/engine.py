@@ -59,7 +59,8 @@ def run_rules(
     timings = timings if timings is not None else {}
     analyses = Analyses(model, target)
     ctx = RuleContext(model, target, analyses, options)
-    active = [r for r in rules if _applies(r, model, target)]
+    # Rules waiting for background results last (stable; findings are sorted below anyway).
+    active = sorted((r for r in rules if _applies(r, model, target)), key=lambda r: bool(r.waits_for))
     needed = analyses_needed(active)
     index = analyses.get("nodes_by_type") if "nodes_by_type" in needed else {}
     all_nodes = analyses.get("all_nodes") if "all_nodes" in needed else []

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -282,6 +282,13 @@ class LoadIssue:
     graph_path: str = "main"
 
 
+class Background(Protocol):
+    """A result computed off the critical path (see Model.background)."""
+
+    def result(self) -> Any: ...  # waits for it
+    def cancel(self) -> None: ...
+
+
 @dataclass
 class Model:
     """A loaded model in normalized form."""
@@ -310,6 +317,9 @@ class Model:
     # them anyway: "onnx_checker" -> None (passes) or onnx.checker's message; "analyses" ->
     # target-independent analysis results shared by every target of the run.
     precomputed: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Precomputed results still being computed off the critical path (onnx.checker in a forked
+    # child at idle priority): key -> a Background. See precomputed_value().
+    background: dict[str, Background] = field(default_factory=dict, repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)  # loader phases (--stats)
     # Work the loader left to finish (shape inference still running in a child): see ready().
     _pending: Callable[[Model], None] | None = field(default=None, repr=False, compare=False)
@@ -333,6 +343,25 @@ class Model:
         """Whether ready() would return at once: nothing pending, or inference has finished.
         Early analyses poll it to hand the rest of their work to the cheaper typed path."""
         return self._pending is None or self._arrived is None or self._arrived()
+
+    def precomputed_value(self, key: str, default: Any = None) -> Any:
+        """``precomputed[key]`` (else ``default``), first waiting for it if the loader still
+        computes it in the background. Rules that call this list ``key`` in ``waits_for``."""
+        later = self.background.pop(key, None)
+        if later is not None:
+            self.precomputed[key] = later.result()
+        return self.precomputed.get(key, default)
+
+    def wait_background(self) -> None:
+        """Wait for every background result (a complete model for callers outside the linter)."""
+        for key in list(self.background):
+            self.precomputed_value(key)
+
+    def drop_background(self) -> None:
+        """Stop background work nobody read (its child must not outlive the model)."""
+        for later in self.background.values():
+            later.cancel()
+        self.background.clear()
 
     def walk(self) -> Iterator[Node]:
         yield from self.graph.walk()

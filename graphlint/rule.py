@@ -135,6 +135,9 @@ class Rule:
     domains: ClassVar[frozenset[str] | None] = None  # restrict node dispatch to these domains
     targets: ClassVar[frozenset[str] | None] = None  # target names it applies to; None: all
     requires: ClassVar[tuple[str, ...]] = ()  # analyses computed before the rule runs
+    # Results the loader may still compute in the background (Model.background keys, e.g.
+    # "onnx_checker"): the engine runs these rules after the others, so the wait overlaps them.
+    waits_for: ClassVar[frozenset[str]] = frozenset()
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
     pack: ClassVar[str] = "builtin"  # set by the registry from the entry point

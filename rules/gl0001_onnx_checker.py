@@ -11,6 +11,7 @@ from graphlint.ir import Graph, Model, Node
 from graphlint.load.shape_infer import checker_verdict
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
+_UNSET = object()
 _NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
 
 
@@ -40,6 +41,7 @@ class OnnxChecker(Rule):
     name = "onnx-checker"
     severity = Severity.ERROR
     source = "onnx.checker and onnx.shape_inference (strict mode)"
+    waits_for = frozenset({"onnx_checker"})
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         model = ctx.model
@@ -54,9 +56,8 @@ class OnnxChecker(Rule):
         proto = model.proto
         if proto is None:
             return
-        if "onnx_checker" in model.precomputed:  # the loader ran the checker in parallel
-            first = model.precomputed["onnx_checker"]
-        else:
+        first = model.precomputed_value("onnx_checker", _UNSET)  # the loader ran it in a child
+        if first is _UNSET:
             first = checker_verdict(proto)
         if first is not None:
             yield from self._all_errors(model, ctx, first)

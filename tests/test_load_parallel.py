@@ -9,6 +9,7 @@ model strict inference rejects, and require identical protos, IR types, issues a
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from graphlint.lint import LintOptions, lint_paths
-from graphlint.load import load_model, shape_infer
+from graphlint.load import load_model, onnx_loader, shape_infer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 import make_models
@@ -178,6 +179,8 @@ def test_deferred_types(tmp_path, monkeypatch, request):
     deferred.ready()
     deferred.ready()
     assert not deferred.pending and _types(deferred) == _types(complete)
+    assert "onnx_checker" in deferred.background  # onnx.checker's verdict comes when asked for
+    assert deferred.precomputed_value("onnx_checker", "missing") is None
     assert deferred.precomputed == complete.precomputed
     assert [(i.kind, i.message) for i in deferred.issues] == [(i.kind, i.message) for i in complete.issues]
     assert {"wait for shape inference", "merge inferred types"} <= set(deferred.timings)
@@ -196,3 +199,95 @@ def test_cancel_kills_deferred_children(tmp_path, monkeypatch, request):
     for pid in pids:
         with pytest.raises(ChildProcessError):  # killed and reaped
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_checker_verdict_waits_in_the_background(tmp_path, monkeypatch, request):
+    """A deferred load leaves onnx.checker's child running in the background once inference is
+    done: GL0001 (run after the other rules) waits for its verdict, and a model nobody asks
+    kills it."""
+    if rerun_unthreaded(request):
+        return
+    path = _loop_model(str(tmp_path / "loop.onnx"), broken=True)
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
+    expected = shape_infer.checker_verdict(onnx.load(path))
+    assert expected  # the broken loop fails the checker
+    model = load_model(path, defer_types=True)
+    model.ready()
+    assert set(model.background) == {"onnx_checker"} and "onnx_checker" not in model.precomputed
+    assert model.precomputed_value("onnx_checker") == expected
+    assert not model.background and not shape_infer._LIVE
+
+    unread = load_model(path, defer_types=True)
+    unread.ready()
+    (child,) = shape_infer._LIVE
+    unread.drop_background()
+    assert not shape_infer._LIVE and not unread.background
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(child.pid, os.WNOHANG)
+
+    ids = [f.rule_id for f in lint_paths([path], LintOptions(targets=["ort"], select=["GL0001"])).findings()]
+    assert "GL0001" in ids and not shape_infer._LIVE
+
+
+@pytest.mark.parametrize("scratch", [True, False])
+@pytest.mark.parametrize("broken", [False, True])
+def test_child_reads_the_file_itself(tmp_path, monkeypatch, broken, scratch):
+    """The forked children read the model by path, through onnx's file-to-file inference (or,
+    with no scratch file, through the bytes): the same types and the same strict-inference
+    issues as inference on the bytes."""
+    if not scratch:
+        monkeypatch.setattr(onnx_loader, "_scratch_file", lambda: None)
+    elif not onnx_loader._PROC_FD:
+        pytest.skip("file-to-file inference needs /proc/self/fd")
+    path = _loop_model(str(tmp_path / "loop.onnx"), broken)
+    with open(path, "rb") as f:
+        key = onnx_loader.file_key(f.fileno())
+        data = f.read()
+    got_key, (types, issues) = onnx_loader.infer_types_at(path)
+    want_types, want_issues = onnx_loader.infer_types(data)
+    assert got_key == key
+    assert types == want_types and types is not None
+    assert [(i.kind, i.message) for i in issues] == [(i.kind, i.message) for i in want_issues]
+    assert bool(issues) == broken
+    assert onnx_loader.checker_verdict_at(path) == (key, onnx_loader.checker_verdict(data))
+
+
+def test_children_results_for_another_file_version_are_redone(tmp_path, monkeypatch, request):
+    """When the file a child read is not the one the parent parsed (replaced in between), the
+    child's answers are dropped and redone in-process on what the parent parsed."""
+    if rerun_unthreaded(request):
+        return
+    path = _loop_model(str(tmp_path / "loop.onnx"), broken=True)
+    monkeypatch.setenv("GRAPHLINT_JOBS", "1")
+    serial = load_model(path)
+    monkeypatch.delenv("GRAPHLINT_JOBS")
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
+    read, redone = onnx_loader.read, []
+    monkeypatch.setattr(onnx_loader, "read", lambda p: (read(p)[0], (-1, -1, -1, -1)))  # "another version"
+    infer = onnx_loader.infer_types
+    monkeypatch.setattr(onnx_loader, "infer_types", lambda data: redone.append(1) or infer(data))
+    forked = load_model(path)
+    assert redone == [1]  # in this process: the child's types were not used
+    assert _types(forked) == _types(serial)
+    assert [(i.kind, i.message) for i in forked.issues] == [(i.kind, i.message) for i in serial.issues]
+    assert forked.precomputed["onnx_checker"] == shape_infer.checker_verdict(forked.proto)
+    assert not shape_infer._LIVE
+
+
+def test_gated_child_waits_for_release(request):
+    """A gated child (onnx.checker's) does nothing until released or joined, and exits quietly
+    when let go without a release."""
+    if rerun_unthreaded(request):
+        return
+    r, w = os.pipe()
+    child = shape_infer.start(lambda: os.write(w, b"ran") and "done", gated=True)
+    assert not select.select([r], [], [], 0.3)[0]  # still waiting at the gate
+    child.release()
+    assert os.read(r, 3) == b"ran" and child.join() == "done"
+    assert shape_infer.start(lambda: "joined", gated=True).join() == "joined"  # join releases
+    never = shape_infer.start(lambda: os.write(w, b"x"), gated=True)
+    never._close_gate()  # as if the parent had died: the child sees EOF and exits
+    assert never.join() is shape_infer.DIED
+    assert not select.select([r], [], [], 0)[0]
+    os.close(r)
+    os.close(w)

@@ -5,9 +5,11 @@ bodies inside functions and inside custom-domain nodes), for every kind of type.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import TensorProto as T
 from onnx import helper as h
+from onnx import numpy_helper
 
 from graphlint.load import onnx_loader, shape_infer
 
@@ -67,3 +69,25 @@ def test_types_only_parse_matches_the_full_model() -> None:
     assert full.table[table["x"]] == ("float32", ("batch", 3, None))
     assert full.table[table["s"]] == ("sequence_type", None)
     assert full.table[table["o"]] == ("optional_type", None)
+
+
+def test_graph_holders_found_in_serialized_nodes() -> None:
+    """The look-alike keeps nodes serialized and finds the ones holding graphs by the bytes
+    protobuf writes for a graph-typed attribute. The same bytes inside tensor data (a Constant,
+    a custom node's tensor attribute) cost a parse but add no graph."""
+    marks = np.frombuffer(b"\xa0\x01\x05\xa0\x01\x0a" * 4, dtype=np.uint8)
+    model = _model()
+    model.graph.node.extend([
+        h.make_node("Constant", [], ["k"], name="marks", value=numpy_helper.from_array(marks, "k")),
+        h.make_node("Tagged", ["k"], ["k2"], name="tagged", domain="custom", t=numpy_helper.from_array(marks, "t")),
+    ])
+    data = model.SerializeToString()
+    inferred = onnx_loader.infer_shapes(data, []) or data
+    for blob in (data, inferred):
+        lite = onnx_loader._types_only().FromString(blob)
+        holders = onnx_loader._serialized_graph_holders(lite.graph.node)
+        # The marks in Tagged's tensor make it a candidate (it holds no graph); the Constant's are
+        # filtered out by op type; Twice has no marks and is never parsed.
+        assert [n.op_type for n in holders] == ["If", "Wrapper", "Tagged"]
+        full = onnx_loader.decode_types(onnx.ModelProto.FromString(blob))
+        assert onnx_loader.decode_types(lite) == full and len(full.graphs) == 5
