@@ -318,7 +318,7 @@ class Model:
     # target-independent analysis results shared by every target of the run.
     precomputed: dict[str, Any] = field(default_factory=dict, repr=False)
     # Precomputed results still being computed off the critical path (onnx.checker in a forked
-    # child at idle priority): key -> a Background. See precomputed_value().
+    # child that starts once inference is done): key -> a Background. See precomputed_value().
     background: dict[str, Background] = field(default_factory=dict, repr=False)
     timings: dict[str, float] = field(default_factory=dict, repr=False)  # loader phases (--stats)
     # Work the loader left to finish (shape inference still running in a child): see ready().
