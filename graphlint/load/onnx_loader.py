@@ -718,6 +718,14 @@ def _start_children(path: str, data: bytes | None = None) -> Children | None:
     return inference, checker
 
 
+@functools.cache
+def _warm_schemas() -> None:
+    """Build onnx's operator schema registry in this process (about 30 ms, once): children
+    forked later inherit it instead of each building its own, which is most of what inference
+    and the checker cost on a model of a few thousand nodes."""
+    onnx.defs.has("Add")
+
+
 def _keyless(work: Callable[[bytes], Any], data: bytes) -> tuple[None, Any]:
     return None, work(data)
 
@@ -754,6 +762,8 @@ def _finish_forked(conv: _Converter, children: Children, key: FileKey | None, mo
     t0 = time.perf_counter()
     inference, checker = children
     try:
+        if not inference.done():
+            _warm_schemas()  # while waiting anyway
         result = _joined(inference, key)
         checker.release()  # the core inference used is free now
         if result is shape_infer.DIED:  # redo in-process what the child could not finish
