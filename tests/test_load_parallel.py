@@ -252,6 +252,20 @@ def test_child_reads_the_file_itself(tmp_path, monkeypatch, broken, scratch):
     assert onnx_loader.checker_verdict_at(path) == (key, onnx_loader.checker_verdict(data))
 
 
+def test_unwritten_scratch_file_falls_back_to_bytes(tmp_path, monkeypatch):
+    """onnx's file-to-file inference does not check its write: an empty result (full disk)
+    must not read as a model without types; the child infers from the bytes instead."""
+    if not onnx_loader._PROC_FD:
+        pytest.skip("file-to-file inference needs /proc/self/fd")
+    path = _loop_model(str(tmp_path / "loop.onnx"), broken=True)
+    monkeypatch.setattr(onnx_loader, "_c_infer_shapes_path", lambda *args: None)  # writes nothing
+    _, (types, issues) = onnx_loader.infer_types_at(path)
+    with open(path, "rb") as f:
+        want_types, want_issues = onnx_loader.infer_types(f.read())
+    assert types == want_types and types is not None
+    assert [(i.kind, i.message) for i in issues] == [(i.kind, i.message) for i in want_issues]
+
+
 def test_children_results_for_another_file_version_are_redone(tmp_path, monkeypatch, request):
     """When the file a child read is not the one the parent parsed (replaced in between), the
     child's answers are dropped and redone in-process on what the parent parsed."""

@@ -242,11 +242,7 @@ def infer_types(data: bytes) -> tuple[Types | None, list[LoadIssue]]:
     issues: list[LoadIssue] = []
     inferred = infer_shapes(data, issues)
     del data
-    return _decoded(inferred), issues
-
-
-def _decoded(inferred: bytes | None) -> Types | None:
-    return None if inferred is None else decode_types(_types_only().FromString(inferred))
+    return (None if inferred is None else decode_types(_types_only().FromString(inferred))), issues
 
 
 def infer_types_at(path: str) -> tuple[FileKey, tuple[Types | None, list[LoadIssue]]]:
@@ -260,7 +256,16 @@ def infer_types_at(path: str) -> tuple[FileKey, tuple[Types | None, list[LoadIss
         issues: list[LoadIssue] = []
         with out:
             inferred = _infer_file(f.fileno(), out, issues)
-    return key, (_decoded(inferred), issues)
+        if inferred is None:
+            return key, (None, issues)
+        lite = _types_only().FromString(inferred)
+        if not lite.HasField("graph"):
+            # onnx writes the result without checking the write (a full disk leaves the file
+            # empty or cut short): infer from the bytes instead. (A cut inside the graph fails
+            # the parse above, and the parent then redoes the work in-process.)
+            f.seek(0)
+            return key, infer_types(f.read())
+    return key, (decode_types(lite), issues)
 
 
 def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
