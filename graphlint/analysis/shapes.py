@@ -1401,7 +1401,8 @@ def _reconcile(model: Model, early: ShapeFacts) -> ShapeFacts | None:
         early.path = f"fallback: {why}"
         return None
     late = nodes[k:]
-    _forget(early, notes, late)
+    # only nodes the early pass reached have facts to drop (it may have stopped short)
+    _forget(early, notes, late if notes.stopped_at is None else nodes[k:notes.stopped_at])
     convert = _Pass(model, None).convert
     # an output's declaration is only compared where the full pass runs the producer's handler
     early.output_conflicts = [c for c in notes.conflicts if c[0].producer is not None and _full_pass_runs_handler(
