@@ -15,7 +15,6 @@ from graphlint import registry
 from graphlint.analysis import run_early
 from graphlint.engine import LintResult, analyses_needed, run_rules
 from graphlint.errors import GraphlintError, InputError
-from graphlint.ir import Model
 from graphlint.load import load_model
 from graphlint.report import LoadFailure, Run
 from graphlint.rule import Rule, Severity
@@ -122,26 +121,19 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
     timings["load"] = time.perf_counter() - t0
     timings.update((f"load:{k}", v) for k, v in model.timings.items())
     model.stats.setdefault("nodes", model.node_count)
+    results = []
     try:
-        return _run_targets(model, path, timings, targets, rules, opts)
+        for target in targets:
+            if model.dialect not in target.dialects:
+                raise InputError(path, f"target {target.name} cannot take {model.format} models "
+                                       f"(use --target {DEFAULT_TARGET[model.format]})")
+            options = dict(opts.rule_options, severity_overrides=opts.severity_overrides)
+            if opts.per_model is not None:
+                target, extra = opts.per_model(path, target)
+                options.update(extra)
+            results.append(run_rules(model, target, rules, options, dict(timings)))
     finally:
         model.drop_background()  # e.g. onnx.checker's child when GL0001 was not selected
-
-
-def _run_targets(model: Model, path: str, timings: dict[str, float], targets: list[Target],
-                 rules: list[type[Rule]], opts: LintOptions) -> list[LintResult]:
-    results = []
-    for target in targets:
-        if model.dialect not in target.dialects:
-            raise InputError(path, f"target {target.name} cannot take {model.format} models "
-                                   f"(use --target {DEFAULT_TARGET[model.format]})")
-        options = dict(opts.rule_options, severity_overrides=opts.severity_overrides)
-        if opts.per_model is not None:
-            target, extra = opts.per_model(path, target)
-            options.update(extra)
-        t = dict(timings)
-        res = run_rules(model, target, rules, options, t)
-        results.append(res)
     return results
 
 

@@ -5,10 +5,10 @@ holds the GIL. When the machine has a second core and the model is large, the lo
 forks before it reads the file: one child runs inference on the file and sends back only
 the decoded types (see ``onnx_loader.infer_types_at``); another, forked at the same time,
 runs onnx.checker on it (what users run) once inference is done and its core is free, since
-only GL0001, run last, waits for its verdict. The
-parent reads, parses and builds the IR meanwhile, and the engine starts the analyses'
-type-free parts (``defer_types``). Without fork (Windows, threads running, small files,
-``GRAPHLINT_JOBS=1``) the loader does the same work in-process.
+only GL0001, run last, waits for its verdict. The parent reads, parses and builds the IR
+meanwhile, and the engine starts the analyses' type-free parts (``defer_types``). Without
+fork (Windows, threads running, small files, ``GRAPHLINT_JOBS=1``) the loader does the same
+work in-process.
 """
 
 from __future__ import annotations
