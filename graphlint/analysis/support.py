@@ -377,13 +377,41 @@ def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None,
         return _trt_rejected(node, target, table, row)
     out = check_constraints(node, constraints, _src(table, row["row"])) if constraints else []
     if bad:
-        # Most nodes' first input is a named tensor of an accepted type: clear them without the
-        # full probe (Cast also probes its output; a missing first input probes the output).
-        inputs = node.inputs
-        first = inputs[0] if inputs else None
-        if first is None or not first.name or first.dtype in bad or node.op_type in _CASTS:
-            out.extend(_trt_types(node, target, table, row, bad))
+        out.extend(_trt_types(node, target, table, row, bad))
     return out
+
+
+def _trt_screen(nodes: list[Node], table: dict[str, Any], memo: dict) -> list[Node]:
+    """The nodes :func:`_trt` may find an issue with, in order: the rest are cleared here, on a
+    large model nearly all of them, without a call each.
+
+    A standard op whose matrix row is supported with no constraints can only be refused for
+    the element type :func:`_trt_types` probes: its first input's, when that is a named tensor
+    (Cast also probes its output, so it is always looked at); when the row refuses no type,
+    every node of the op is fine."""
+    screens: dict[str, frozenset[str] | None] = {}  # op type -> types refused, None: look at each node
+    out = []
+    for node in nodes:
+        op = node.op_type
+        bad = screens.get(op, _UNSEEN)
+        if bad is _UNSEEN:
+            facts = memo.get(op)
+            if facts is None:
+                facts = memo[op] = _trt_op_facts(table, op)
+            row, constraints, refused = facts
+            plain = row is not None and row["supported"] and not constraints and op not in _CASTS
+            bad = screens[op] = refused if plain else None
+        if bad is None or node.domain != ONNX_DOMAIN:
+            out.append(node)
+        elif bad:
+            inputs = node.inputs
+            first = inputs[0] if inputs else None
+            if first is None or not first.name or first.dtype in bad:
+                out.append(node)
+    return out
+
+
+_UNSEEN: Any = object()
 
 
 def _trt_op_facts(table: dict[str, Any], op_type: str) -> tuple[dict[str, Any] | None, list | None, frozenset[str]]:
@@ -735,6 +763,8 @@ def message(node: Node, issue: Issue) -> str:
 
 
 EVALUATORS = {"trt-matrix": _trt, "ort-kernels": _ort, "ov-onnx-frontend": _ov}
+# Optional per-kind screens: (nodes, table, memo) -> the nodes the evaluator must look at.
+SCREENS = {"trt-matrix": _trt_screen}
 
 
 @analysis("support")
@@ -744,20 +774,19 @@ def support(model: Model, target: Target) -> Support:
     issues: dict[Node, list[Issue]] = {}
     if not table or model.dialect != ONNX:
         return Support(issues, 0, rel, model)  # OpenVINO IR: native ops, nothing to translate
-    fn = EVALUATORS[table["kind"]]
+    kind = table["kind"]
+    fn = EVALUATORS[kind]
     functions = model.functions
     memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
-    n = 0
-    for node in node_list(model):
-        if node.dialect != ONNX:
-            continue
-        if functions and (node.domain, node.op_type) in functions:
-            continue  # a model-local function call: engines inline the body, whose nodes are checked
-        n += 1
+    # A model-local function call is not evaluated: engines inline the body, whose nodes are.
+    nodes = [node for node in node_list(model) if node.dialect == ONNX
+             and not (functions and (node.domain, node.op_type) in functions)]
+    screen = SCREENS.get(kind)
+    for node in nodes if screen is None else screen(nodes, table, memo):
         found = fn(node, target, table, model, memo)
         if found:
             issues[node] = found
-    return Support(issues, n, rel, model)
+    return Support(issues, len(nodes), rel, model)
 
 
 def emit(ctx: Any, category: str) -> list[Any]:
