@@ -132,9 +132,12 @@ def emit(text: str, output: str | None) -> None:
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: only on a TTY).")
 @click.option("--time-budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Give up on a model (exit 2) after this long; 0 = no limit. Default: 300.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes to use: models linted at once, each in a worker, and a big model's "
+                   "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
 @guarded
 def check(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
-          baseline_path, stats, color, time_budget) -> None:
+          baseline_path, stats, color, time_budget, jobs) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if _PROCESS_EXITS_AFTER:
         # No cyclic garbage collection: the run keeps every model it lints until the report is
@@ -148,6 +151,12 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
     opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
     if time_budget is not None:
         opts.time_budget = time_budget
+    from graphlint import forked
+
+    if jobs:
+        forked.set_jobs(jobs)
+    if not (baseline_path or opts.baseline):  # matching a baseline reads each model's graph
+        opts.jobs = forked.jobs()
     if output:
         from graphlint.fsutil import check_output_path
 
@@ -314,9 +323,9 @@ def main() -> None:
         if code is not None:
             click.echo(str(code), err=True)
         code = 0 if code is None else 1
-    infer = sys.modules.get("graphlint.load.shape_infer")
-    if infer is not None:  # children of models whose background results nobody read
-        infer.cancel_all()
+    children = sys.modules.get("graphlint.forked")
+    if children is not None:  # children of models whose background results nobody read
+        children.cancel_all()
     # Every file is written and closed by now; skip tearing down millions of IR objects
     # (seconds on a 100k-node graph) and exit as soon as the output is flushed.
     for stream in (sys.stdout, sys.stderr):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint import registry
+from graphlint import forked, registry
 from graphlint.analysis import run_early
 from graphlint.engine import LintResult, analyses_needed, run_rules
 from graphlint.errors import GraphlintError, InputError
@@ -76,6 +76,10 @@ class LintOptions:
     suppressions: list[Any] = field(default_factory=list)  # graphlint.config.Suppression, from configuration
     # per-model hook from the configuration: (path, target) -> (target with options, extra rule options)
     per_model: Callable[[str, Target], tuple[Target, dict[str, Any]]] | None = None
+    # Models linted at once, each in a forked worker, when a run has several (graphlint.workers).
+    # Results then hold each model's header only (path, format, metadata: see workers.detached),
+    # so callers that read a result's graph (HTML report, baselines, fix) keep the default 1.
+    jobs: int = 1
 
 
 def selected_rules(opts: LintOptions) -> list[type[Rule]]:
@@ -140,29 +144,48 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
 def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
+    if opts.jobs > 1 and len(paths) > 1 and forked.available():
+        from graphlint import workers
+
+        per_path = workers.lint_each(paths, explicit, rules, opts)
+    else:
+        per_path = (lint_one(path, explicit, rules, opts) for path in paths)
     results: list[LintResult] = []
     failures: list[LoadFailure] = []
-    for path in paths:
-        if opts.on_model:
-            opts.on_model(path)
-        kind = "openvino" if path.lower().endswith(".xml") else "onnx"
-        targets = explicit or [resolve(DEFAULT_TARGET[kind])]
-        try:
-            with time_budget(opts.time_budget):
-                results.extend(lint_model(path, targets, rules, opts))
-        except TimeBudgetExceeded:
-            from graphlint.load import shape_infer
-
-            shape_infer.cancel_all()  # an inference child forked for this model must not run on
-            failures.append(LoadFailure(path, f"gave up after the time budget of {opts.time_budget:g} s per model "
-                                              f"(--time-budget); the graph may be pathological"))
-        except InputError as e:
-            failures.append(LoadFailure(path, e.problem))
-        except GraphlintError as e:
-            failures.append(LoadFailure(path, str(e)))
-        except (MemoryError, RecursionError) as e:
-            failures.append(LoadFailure(path, f"model too large or too deeply nested to analyse ({type(e).__name__})"))
+    for found, failure in per_path:
+        results.extend(found)
+        if failure is not None:
+            failures.append(failure)
     return Run(results=results, failures=failures, rules=rules, root=os.path.abspath(opts.root))
+
+
+def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]],
+             opts: LintOptions) -> tuple[list[LintResult], LoadFailure | None]:
+    """One model's results for every target, or why it could not be linted."""
+    if opts.on_model:
+        opts.on_model(path)
+    targets = explicit or [resolve(DEFAULT_TARGET[model_kind(path)])]
+    try:
+        with time_budget(opts.time_budget):
+            return lint_model(path, targets, rules, opts), None
+    except TimeBudgetExceeded:
+        forked.cancel_all()  # an inference child forked for this model must not run on
+        return [], budget_failure(path, opts.time_budget)
+    except InputError as e:
+        return [], LoadFailure(path, e.problem)
+    except GraphlintError as e:
+        return [], LoadFailure(path, str(e))
+    except (MemoryError, RecursionError) as e:
+        return [], LoadFailure(path, f"model too large or too deeply nested to analyse ({type(e).__name__})")
+
+
+def model_kind(path: str) -> str:
+    return "openvino" if path.lower().endswith(".xml") else "onnx"
+
+
+def budget_failure(path: str, seconds: float) -> LoadFailure:
+    return LoadFailure(path, f"gave up after the time budget of {seconds:g} s per model "
+                             f"(--time-budget); the graph may be pathological")
 
 
 def exit_code(run: Run, fail_level: Severity) -> int:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import select
-import subprocess
 import sys
-import threading
 
 import numpy as np
 import onnx
 import pytest
+from fork_support import rerun_unthreaded
 from onnx import TensorProto, helper
 
+from graphlint import forked as forking
 from graphlint.lint import LintOptions, lint_paths
 from graphlint.load import load_model, onnx_loader, shape_infer
 
@@ -56,19 +56,6 @@ def _loop_model(path: str, broken: bool = False) -> str:
     model.ir_version = 8
     onnx.save(model, path)
     return path
-
-
-def rerun_unthreaded(request) -> bool:
-    """The loader only forks from a process without Python threads (forking a threaded process
-    can deadlock the child). When an earlier test left a thread running, run this test alone in
-    a fresh interpreter instead, so the fork path is what gets tested; True when that happened."""
-    if threading.active_count() == 1 or os.environ.get("GRAPHLINT_TEST_FRESH"):
-        return False
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
-                       cwd=root, env=dict(os.environ, GRAPHLINT_TEST_FRESH="1"), capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    return True
 
 
 def _load_both(path: str, monkeypatch) -> tuple:
@@ -192,10 +179,10 @@ def test_cancel_kills_deferred_children(tmp_path, monkeypatch, request):
     path = _loop_model(str(tmp_path / "loop.onnx"))
     monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
     model = load_model(path, defer_types=True)
-    pids = [p.pid for p in shape_infer._LIVE]
+    pids = [p.pid for p in forking._LIVE]
     assert len(pids) == 2 and model.pending
-    shape_infer.cancel_all()
-    assert not shape_infer._LIVE
+    forking.cancel_all()
+    assert not forking._LIVE
     for pid in pids:
         with pytest.raises(ChildProcessError):  # killed and reaped
             os.waitpid(pid, os.WNOHANG)
@@ -215,18 +202,18 @@ def test_checker_verdict_waits_in_the_background(tmp_path, monkeypatch, request)
     model.ready()
     assert set(model.background) == {"onnx_checker"} and "onnx_checker" not in model.precomputed
     assert model.precomputed_value("onnx_checker") == expected
-    assert not model.background and not shape_infer._LIVE
+    assert not model.background and not forking._LIVE
 
     unread = load_model(path, defer_types=True)
     unread.ready()
-    (child,) = shape_infer._LIVE
+    (child,) = forking._LIVE
     unread.drop_background()
-    assert not shape_infer._LIVE and not unread.background
+    assert not forking._LIVE and not unread.background
     with pytest.raises(ChildProcessError):  # killed and reaped
         os.waitpid(child.pid, os.WNOHANG)
 
     ids = [f.rule_id for f in lint_paths([path], LintOptions(targets=["ort"], select=["GL0001"])).findings()]
-    assert "GL0001" in ids and not shape_infer._LIVE
+    assert "GL0001" in ids and not forking._LIVE
 
 
 @pytest.mark.parametrize("scratch", [True, False])
@@ -285,7 +272,7 @@ def test_children_results_for_another_file_version_are_redone(tmp_path, monkeypa
     assert _types(forked) == _types(serial)
     assert [(i.kind, i.message) for i in forked.issues] == [(i.kind, i.message) for i in serial.issues]
     assert forked.precomputed["onnx_checker"] == shape_infer.checker_verdict(forked.proto)
-    assert not shape_infer._LIVE
+    assert not forking._LIVE
 
 
 def test_gated_child_waits_for_release(request):
@@ -294,14 +281,14 @@ def test_gated_child_waits_for_release(request):
     if rerun_unthreaded(request):
         return
     r, w = os.pipe()
-    child = shape_infer.start(lambda: os.write(w, b"ran") and "done", gated=True)
+    child = forking.start(lambda: os.write(w, b"ran") and "done", gated=True)
     assert not select.select([r], [], [], 0.3)[0]  # still waiting at the gate
     child.release()
     assert os.read(r, 3) == b"ran" and child.join() == "done"
-    assert shape_infer.start(lambda: "joined", gated=True).join() == "joined"  # join releases
-    never = shape_infer.start(lambda: os.write(w, b"x"), gated=True)
+    assert forking.start(lambda: "joined", gated=True).join() == "joined"  # join releases
+    never = forking.start(lambda: os.write(w, b"x"), gated=True)
     never._close_gate()  # as if the parent had died: the child sees EOF and exits
-    assert never.join() is shape_infer.DIED
+    assert never.join() is forking.DIED
     assert not select.select([r], [], [], 0)[0]
     os.close(r)
     os.close(w)

@@ -27,7 +27,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
-from graphlint import dtypes
+from graphlint import dtypes, forked
 from graphlint.errors import DataError, InputError
 from graphlint.ir import (
     NO_SUBGRAPHS,
@@ -423,11 +423,12 @@ class _Converter:
             raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
         for (graph, fallback), (names, ids) in zip(self.typed, graphs, strict=True):
             values = graph.values
-            for name, i in zip(names, ids, strict=True):
-                v = values.get(name)
-                if v is None:
-                    v = values[name] = Value(name, graph)
-                v.dtype, v.shape = table[i]
+            found = list(map(values.get, names))  # lookups and type picks at C speed: 100k+ values
+            if None in found:  # value_info naming a value no node uses
+                found = [v if v is not None else values.setdefault(name, Value(name, graph))
+                         for name, v in zip(names, found, strict=True)]
+            for v, (dtype, shape) in zip(found, map(table.__getitem__, ids), strict=True):
+                v.dtype, v.shape = dtype, shape
             for v, dtype, shape in fallback:
                 if v.dtype is None:
                     v.dtype, v.shape = dtype, shape
@@ -582,22 +583,13 @@ def _decode_attrs(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> dic
     out: dict[str, Any] = {}
     for a in np_.attribute:
         t = a.type
-        if t == onnx.AttributeProto.TENSOR:
+        read = _PLAIN_ATTRS.get(t)
+        if read is not None:
+            out[a.name] = read(a)
+        elif t == _TENSOR:
             out[a.name] = conv.tensor(a.t, graph_path)
-        elif t in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+        elif t in (_GRAPH, _GRAPHS):
             continue  # available as node.subgraphs
-        elif t == onnx.AttributeProto.STRING:
-            out[a.name] = a.s.decode("utf-8", "replace")
-        elif t == onnx.AttributeProto.STRINGS:
-            out[a.name] = [s.decode("utf-8", "replace") for s in a.strings]
-        elif t == onnx.AttributeProto.FLOAT:
-            out[a.name] = a.f
-        elif t == onnx.AttributeProto.INT:
-            out[a.name] = a.i
-        elif t == onnx.AttributeProto.FLOATS:
-            out[a.name] = list(a.floats)
-        elif t == onnx.AttributeProto.INTS:
-            out[a.name] = list(a.ints)
         elif a.ref_attr_name:
             out[a.name] = ("@ref", a.ref_attr_name)
         else:
@@ -606,6 +598,19 @@ def _decode_attrs(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> dic
             except Exception:  # unknown or malformed attribute type
                 out[a.name] = None
     return out
+
+
+_TENSOR = onnx.AttributeProto.TENSOR
+# How each plain attribute type is read (a dict lookup instead of a chain of comparisons: attributes
+# of 30k nodes are decoded during the early shape pass, on a big model's longest path).
+_PLAIN_ATTRS: dict[int, Callable[[Any], Any]] = {
+    onnx.AttributeProto.INT: attrgetter("i"),
+    onnx.AttributeProto.INTS: lambda a: list(a.ints),
+    onnx.AttributeProto.FLOAT: attrgetter("f"),
+    onnx.AttributeProto.FLOATS: lambda a: list(a.floats),
+    onnx.AttributeProto.STRING: lambda a: a.s.decode("utf-8", "replace"),
+    onnx.AttributeProto.STRINGS: lambda a: [s.decode("utf-8", "replace") for s in a.strings],
+}
 
 
 def _constant_tensor(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> Tensor | None:
@@ -693,7 +698,7 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
     return model
 
 
-Children = tuple[shape_infer.Pending, shape_infer.Pending]
+Children = tuple[forked.Pending, forked.Pending]
 
 
 def _start_children(path: str, data: bytes | None = None) -> Children | None:
@@ -711,12 +716,12 @@ def _start_children(path: str, data: bytes | None = None) -> Children | None:
     else:
         infer_work = functools.partial(_keyless, infer_types, data)
         checker_work = functools.partial(_keyless, checker_verdict, data)
-    inference = shape_infer.start(infer_work)
+    inference = forked.start(infer_work)
     try:
         # Gated until inference is done: only GL0001 reads the verdict, and the engine runs it
         # last, so the checker can take the core inference frees instead of slowing down the
         # parent and the inference child, the critical path (0.5 s of 5 on a 100k-node model).
-        checker = shape_infer.start(checker_work, gated=True)
+        checker = forked.start(checker_work, gated=True)
     except BaseException:
         inference.cancel()
         raise
@@ -724,7 +729,7 @@ def _start_children(path: str, data: bytes | None = None) -> Children | None:
 
 
 @functools.cache
-def _warm_schemas() -> None:
+def warm_schemas() -> None:
     """Build onnx's operator schema registry in this process (about 30 ms, once): children
     forked later inherit it instead of each building its own, which is most of what inference
     and the checker cost on a model of a few thousand nodes."""
@@ -735,11 +740,11 @@ def _keyless(work: Callable[[bytes], Any], data: bytes) -> tuple[None, Any]:
     return None, work(data)
 
 
-def _joined(child: shape_infer.Pending, key: FileKey | None) -> Any:
+def _joined(child: forked.Pending, key: FileKey | None) -> Any:
     """A child's result, or DIED when it died or read another version of the file."""
     result = child.join()
-    if result is shape_infer.DIED or result[0] != key:
-        return shape_infer.DIED
+    if result is forked.DIED or result[0] != key:
+        return forked.DIED
     return result[1]
 
 
@@ -768,10 +773,10 @@ def _finish_forked(conv: _Converter, children: Children, key: FileKey | None, mo
     inference, checker = children
     try:
         if not inference.done():
-            _warm_schemas()  # while waiting anyway
+            warm_schemas()  # while waiting anyway
         result = _joined(inference, key)
         checker.release()  # the core inference used is free now
-        if result is shape_infer.DIED:  # redo in-process what the child could not finish
+        if result is forked.DIED:  # redo in-process what the child could not finish
             result = infer_types(conv.proto.SerializeToString())
     except BaseException:
         _cancel(children)
@@ -788,12 +793,12 @@ def _finish_forked(conv: _Converter, children: Children, key: FileKey | None, mo
 class _CheckerVerdict:
     """onnx.checker's verdict from its child (GL0001 waits for it), or in-process if it died."""
 
-    def __init__(self, child: shape_infer.Pending, key: FileKey | None, model: Model) -> None:
+    def __init__(self, child: forked.Pending, key: FileKey | None, model: Model) -> None:
         self.child, self.key, self.model = child, key, model
 
     def result(self) -> str | None:
         verdict = _joined(self.child, self.key)
-        return shape_infer.checker_verdict(self.model.proto) if verdict is shape_infer.DIED else verdict or None
+        return shape_infer.checker_verdict(self.model.proto) if verdict is forked.DIED else verdict or None
 
     def cancel(self) -> None:
         self.child.cancel()
