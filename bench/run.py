@@ -10,7 +10,8 @@ the report shows medians and the ratios the performance goals are stated in:
     weights   ~5k nodes with ~0 / 200 MB / 2 GB external weights: wall and RSS flat (<= 1.10x)
     openvino  OpenVINO IR with tens of thousands of layers vs openvino's read_model
     ci        several mid-size models in one graphlint call vs one process running
-              load + checker + infer_shapes over the same files
+              load + checker + infer_shapes over the same files (and vs graphlint -j 1)
+    mixed     the big model and two mid-size ones in one call (reported only)
 
     python bench/make_models.py          # once (about 3 minutes, mostly the OpenVINO IR)
     python bench/run.py                  # every scenario, 5 runs each
@@ -98,6 +99,14 @@ def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
         return {
             "onnx check+infer xN": py(ONNX_CHECK, *files),
             "graphlint xN": graphlint(*files, "--target", "trt"),
+            "graphlint xN -j 1": graphlint(*files, "--target", "trt", "-j", "1"),
+        }
+    if name == "mixed":  # the big model and two mid-size ones in one call
+        files = ["big100k.onnx", "ci0.onnx", "ci1.onnx"]
+        return {
+            "onnx check+infer mix": py(ONNX_CHECK, *files),
+            "graphlint mix": graphlint(*files, "--target", "trt"),
+            "graphlint mix -j 1": graphlint(*files, "--target", "trt", "-j", "1"),
         }
     raise SystemExit(f"unknown scenario {name!r}")
 
@@ -132,6 +141,11 @@ RATIOS = {
         ("graphlint xN", "onnx check+infer xN", "wall", 1.0),
         ("graphlint xN", "onnx check+infer xN", "cpu", None),
         ("graphlint xN", "onnx check+infer xN", "rss_mb", None),
+        ("graphlint xN", "graphlint xN -j 1", "wall", None),
+    ],
+    "mixed": [
+        ("graphlint mix", "onnx check+infer mix", "wall", None),
+        ("graphlint mix", "graphlint mix -j 1", "wall", None),
     ],
 }
 

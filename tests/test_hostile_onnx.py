@@ -242,6 +242,26 @@ def test_symlink_to_a_device_is_not_read(tmp_path):
     assert_input_error(str(p), str(tmp_path), says="not a regular file")
 
 
+def test_op_type_and_domain_that_are_not_utf8(tmp_path):
+    """An op type or domain protobuf hands back as bytes loads with its strings decoded (the IR
+    interns both, which bytes would break), the same way as names."""
+    m = relu()
+    m.graph.node[0].op_type = "OPTYPE_D"
+    m.graph.node.add().CopyFrom(h.make_node("Identity", ["y"], ["z"], name="other", domain="DOMAIN_E"))
+    m.graph.output[0].name = "z"
+    m.opset_import.add(domain="DOMAIN_E", version=1)
+    data = m.SerializeToString()
+    for marker, junk in ((b"OPTYPE_D", b"OP\xffTYPED"), (b"DOMAIN_E", b"DO\xfeMAINE")):
+        assert data.count(marker) >= 1
+        data = data.replace(marker, junk)
+    p = write(tmp_path, "utf8op.onnx", data)
+    run = assert_loads(p, str(tmp_path))
+    assert "not valid UTF-8" in messages(run)
+    model = load_model(p)
+    assert [(n.op_type, n.domain) for n in model.graph.nodes] == [("OP\ufffdTYPED", "ai.onnx"),
+                                                                  ("Identity", "DO\ufffdMAINE")]
+
+
 def test_names_that_are_not_utf8(tmp_path):
     """proto2 hands invalid UTF-8 strings back as bytes: they must not reach sorting or JSON."""
     m = relu()

@@ -482,9 +482,10 @@ class _Converter:
         opset_of = opsets.get
         for i, np_ in enumerate(gp.node):
             domain = np_.domain
-            if domain in ("", "ai.onnx"):
-                domain = ONNX_DOMAIN
-            op_type = intern(np_.op_type)  # one string per op type, not per node
+            # One string per op type and domain, not per node (intern() also refuses the bytes
+            # protobuf hands back for a string that is not UTF-8: see _convert()).
+            domain = ONNX_DOMAIN if domain in ("", "ai.onnx") else intern(domain)
+            op_type = intern(np_.op_type)
             node = _OnnxNode(np_.name, self, graph, i, op_type, domain, opset_of(domain))
             ins: list[Value | None] = []
             for n in np_.input:
@@ -513,7 +514,11 @@ class _Converter:
             elif op_type == "Constant" and outs:
                 outs[0].const = _constant_tensor(np_, self, path)
             nodes.append(node)
-        self._duplicate_names(graph)
+        names = list(map(attrgetter("name"), graph.nodes))
+        # A string that is not UTF-8 comes out of protobuf as bytes, on which str.join fails at C
+        # speed (TypeError, see _convert); op types and domains were interned, which fails alike.
+        "".join(names), "".join(values), "".join((graph.name, graph.path))
+        self._duplicate_names(graph, names)
 
     def _subgraphs(self, node: Node, np_: onnx.NodeProto, opsets: dict[str, int], queue: deque) -> None:
         for a in np_.attribute:
@@ -524,9 +529,8 @@ class _Converter:
                 for k, g in enumerate(a.graphs):
                     self._sub(node, f"{a.name}[{k}]", g, opsets, queue)
 
-    def _duplicate_names(self, graph: Graph) -> None:
+    def _duplicate_names(self, graph: Graph, names: list[str]) -> None:
         """ONNX requires node names unique per graph; reports and engines key layers by them."""
-        names = list(map(attrgetter("name"), graph.nodes))
         if len(set(names)) + names.count("") - ("" in names) == len(names):
             return  # the usual case, checked at C speed
         seen: dict[str, Node] = {}
@@ -654,7 +658,7 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
         conv = _Converter(path, proto, issues)
         if children is not None:
             del data  # the children read their own
-            main, functions = conv.convert()
+            main, functions = _convert(conv, _decode)
             conv.early_types(main, declared)
             timings["build IR (shape inference + checker in parallel)"] = time.perf_counter() - t0 - t1
         else:
@@ -663,7 +667,7 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
             del data
             t2 = time.perf_counter() - t0
             timings["shape inference"] = t2 - t1
-            main, functions = conv.convert()
+            main, functions = _convert(conv, _decode)
             conv.apply_types(types)
             timings["build IR"] = time.perf_counter() - t0 - t2
         model = Model(
@@ -685,17 +689,34 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
             _arrived=None if children is None else children[0].done,
         )
         if not _decode and _undecoded(model):
-            _cancel(children)
-            model = load(path, infer=infer, defer_types=defer_types, _decode=True)
-            model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
-                                                          "(shown with replacement characters)"))
+            raise _NotUtf8
         if not defer_types:
             model.ready()
             model.wait_background()
+    except _NotUtf8:
+        _cancel(children)
+        model = load(path, infer=infer, defer_types=defer_types, _decode=True)
+        model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
+                                                      "(shown with replacement characters)"))
     except BaseException:
         _cancel(children)
         raise
     return model
+
+
+class _NotUtf8(Exception):
+    """Some string of the model is not UTF-8: load it again with its strings decoded."""
+
+
+def _convert(conv: _Converter, decoded: bool) -> tuple[Graph, dict[tuple[str, str], Graph]]:
+    """``conv.convert()``; a name, op type or domain that is not UTF-8 (bytes, which the converter's
+    checks refuse with TypeError) raises _NotUtf8 unless the strings were decoded already."""
+    try:
+        return conv.convert()
+    except TypeError:
+        if decoded:
+            raise
+        raise _NotUtf8 from None
 
 
 Children = tuple[forked.Pending, forked.Pending]
@@ -805,18 +826,9 @@ class _CheckerVerdict:
 
 
 def _undecoded(model: Model) -> bool:
-    """Whether any name came out of protobuf as bytes (proto2 strings that are not UTF-8).
-
-    ``str.join`` raises on the first bytes object at C speed, so a clean model costs a few
-    joins per graph rather than a Python loop over every name.
-    """
-    name, op, dom = attrgetter("name"), attrgetter("op_type"), attrgetter("domain")
+    """Whether a model-level string came out of protobuf as bytes (a proto2 string that is not
+    UTF-8). The graphs' names, op types and domains were checked as the IR was built."""
     try:
-        for g in (*model.graph.graphs(), *model.functions.values()):
-            "".join(g.values)
-            for get in (name, op, dom):
-                "".join(map(get, g.nodes))
-            "".join((g.name, g.path))
         "".join((*model.opset_imports, *model.metadata, *model.metadata.values(), model.producer,
                  model.producer_version))
     except TypeError:
