@@ -82,6 +82,9 @@ def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
             "onnx check+infer": py(ONNX_CHECK, "big100k.onnx"),
             "graphlint trt": graphlint("big100k.onnx", "--target", "trt"),
             "graphlint trt+ort+ov": graphlint("big100k.onnx", "-t", "trt", "-t", "ort", "-t", "openvino"),
+            # No analysis and one rule (onnx.checker's verdict): start-up, parse, IR and onnx's
+            # own work in the children, the least any run with every rule can take.
+            "graphlint GL0001 only": graphlint("big100k.onnx", "--target", "trt", "--select", "GL0001"),
         }
     if name == "weights":
         out = {}
@@ -121,6 +124,8 @@ RATIOS = {
         ("graphlint trt+ort+ov", "graphlint trt", "wall", None),
         ("graphlint trt+ort+ov", "onnx.load", "rss_mb", None),
         ("onnx check+infer", "onnx.load", "wall", None),
+        ("graphlint GL0001 only", "onnx check+infer", "wall", None),
+        ("graphlint trt", "graphlint GL0001 only", "wall", None),
     ],
     "weights": [
         ("graphlint w200m", "graphlint w0", "wall", 1.1),

@@ -240,7 +240,8 @@ def _print_stats(run, t_report: float = 0.0) -> None:
     unit = 1 << 20 if sys.platform == "darwin" else 1 << 10  # ru_maxrss: bytes on macOS, KiB on Linux
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 // unit // 1024
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 // unit // 1024
-    click.echo(f"  peak RSS {own} MB" + (f" (shape-inference child {child} MB)" if child else ""), err=True)
+    # children: the loader's (shape inference, onnx.checker) and, for several models, the workers
+    click.echo(f"  peak RSS {own} MB" + (f" (largest child process {child} MB)" if child else ""), err=True)
 
 
 @cli.command("rules")
