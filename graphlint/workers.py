@@ -93,9 +93,10 @@ def _work(path: str, explicit: list[Target], rules: list[type[Rule]], opts: Lint
     if not children:
         forked.mark_worker()
     results, failure = lint_one(path, explicit, rules, opts)
-    headers: dict[int, Model] = {}  # one header per model, shared by its targets' results
-    for res in results:
-        res.model = headers.get(id(res.model)) or headers.setdefault(id(res.model), detached(res.model))
+    if results:  # one model, loaded once for every target: one header, shared as the model was
+        header = detached(results[0].model)
+        for res in results:
+            res.model = header
     return results, failure
 
 
