@@ -2,8 +2,9 @@
 
 The loader forks ONNX shape inference and onnx.checker (graphlint.load.shape_infer), and a
 run over several models lints each in a worker of its own (graphlint.workers). Forking is
-used only where it is safe and pays: POSIX, two cores or more, one thread, not inside a
-worker already, and not with ``GRAPHLINT_JOBS=1`` (everything in one process).
+used only where it is safe and pays: POSIX, two cores or more (``--jobs``/``GRAPHLINT_JOBS``
+1: everything in one process), one thread, and not in a worker whose siblings have the
+other cores.
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 DIED = object()  # what Pending.join() returns when the child died before answering
-_IN_WORKER = False  # set in a graphlint.workers worker: the cores are spoken for
-
-
+_IN_WORKER = False  # mark_worker(): a worker whose siblings have the other cores
 _JOBS: int | None = None  # set_jobs(): the command line's --jobs
 
 
@@ -44,7 +43,7 @@ def jobs() -> int:
 
 
 def mark_worker() -> None:
-    """This process is a worker of graphlint.workers: it forks no children of its own."""
+    """This process is a graphlint.workers worker sharing the cores: it forks no children."""
     global _IN_WORKER
     _IN_WORKER = True
 
