@@ -129,7 +129,7 @@ def cancel_all() -> None:
 
 def start(work: Callable[[], Any], *, gated: bool = False) -> Pending:
     """Fork a child that runs ``work()`` and sends its (picklable) result back; check
-    :func:`can_fork` first. A ``gated`` child waits for ``release()`` (or ``join()``) before
+    :func:`available` first. A ``gated`` child waits for ``release()`` (or ``join()``) before
     it starts: forked early, while the process is small, to run when a core is free.
 
     (Not a low-priority child: an unprivileged process cannot raise its priority back, so

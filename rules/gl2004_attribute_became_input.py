@@ -57,10 +57,9 @@ class AttributeBecameInput(Rule):
             names = f["attribute"] if isinstance(f["attribute"], list) else [f["attribute"]]
             stale = [a for a in names if a in node.attrs]
             if stale:
-                where = f"Node {quote(node.label)} ({node.op_type})"
                 yield ctx.finding(
                     node,
-                    f"{where} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
+                    f"{_subject(node)} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
                     f"input(s) at opset {f['boundary']}; engines reject or ignore the attribute."
                     + D.engine_note(f, ctx.target),
                     rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]),
@@ -70,12 +69,16 @@ class AttributeBecameInput(Rule):
             if f.get("trt_const") and ctx.target.name == "trt":
                 v = node.input(f["input"])
                 if v is not None and not v.is_constant:
-                    where = f"Node {quote(node.label)} ({node.op_type})"
                     yield ctx.finding(
                         node,
-                        f"{where} takes {names[0]} from {quote(v.name)}, which is computed at run time; "
+                        f"{_subject(node)} takes {names[0]} from {quote(v.name)}, which is computed at run time; "
                         f"{ctx.target.title} needs it as a build-time constant.",
                         value=v,
                         rewrite=D.rewrite("fold-constants", None, nodes=[v.producer.label] if v.producer else None),
                         **D.props(f, input=v.name),
                     )
+
+
+def _subject(node: Node) -> str:
+    """How the messages name the node (built only for a finding: most nodes have none)."""
+    return f"Node {quote(node.label)} ({node.op_type})"

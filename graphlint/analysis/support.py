@@ -215,14 +215,13 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             allow = c.get("allow_len")
             if allow and v.shape is not None and len(v.shape) == 1 and v.shape[0] in allow:
                 continue  # the output rank is still known (e.g. one run-time axis)
+            name = _input_name(node, i)
             if not is_constant(v, initializer_only=init_only):
                 what = "an initializer" if init_only else "a build-time constant"
-                name = _input_name(node, i)
                 return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
             if "values" in c:
                 val = const_value(v)
                 if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
-                    name = _input_name(node, i)
                     return (f"input {name} is {bool(val.reshape(-1)[0])}; it must be {_fmt(c['values'])}",
                             f"input:{name}")
     elif kind == "zero_input":
@@ -231,11 +230,10 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             if v is None:
                 continue
             val = const_value(v)
+            name = _input_name(node, i)
             if val is None and v.const is None and not is_constant(v):
-                name = _input_name(node, i)
                 return (f"input {name} is not a constant; it must be zero", f"input:{name}")
             if val is not None and val.dtype.kind in "iuf" and (val != 0).any():
-                name = _input_name(node, i)
                 return (f"input {name} has non-zero values; it must be zero", f"input:{name}")
     elif kind == "input_value_below":
         val = const_value(_in(node, c["input"]))
@@ -368,11 +366,7 @@ def _fused_source(target: Target, entry: dict[str, Any]) -> str:
 
 
 def _trt(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
-    # The matrix row's facts depend on the op type only: derived once per op type, not per node.
-    facts = memo.get(node.op_type)
-    if facts is None:
-        facts = memo[node.op_type] = _trt_op_facts(table, node.op_type)
-    row, constraints, bad = facts
+    row, constraints, bad = _trt_op_facts(table, node.op_type, memo)
     if node.domain != ONNX_DOMAIN or row is None or not row["supported"]:
         return _trt_rejected(node, target, table, row)
     out = check_constraints(node, constraints, _src(table, row["row"])) if constraints else []
@@ -395,10 +389,7 @@ def _trt_screen(nodes: list[Node], table: dict[str, Any], memo: dict) -> list[No
         op = node.op_type
         bad = screens.get(op, _UNSEEN)
         if bad is _UNSEEN:
-            facts = memo.get(op)
-            if facts is None:
-                facts = memo[op] = _trt_op_facts(table, op)
-            row, constraints, refused = facts
+            row, constraints, refused = _trt_op_facts(table, op, memo)
             plain = row is not None and row["supported"] and not constraints and op not in _CASTS
             bad = screens[op] = refused if plain else None
         if bad is None or node.domain != ONNX_DOMAIN:
@@ -414,12 +405,19 @@ def _trt_screen(nodes: list[Node], table: dict[str, Any], memo: dict) -> list[No
 _UNSEEN: Any = object()
 
 
-def _trt_op_facts(table: dict[str, Any], op_type: str) -> tuple[dict[str, Any] | None, list | None, frozenset[str]]:
-    """(matrix row, its constraints, element types it refuses) of an op type."""
-    row = table["ops"].get(op_type)
-    if row is None or not row["supported"]:
-        return row, None, frozenset()
-    return row, row.get("constraints"), _trt_bad_types(table, row)
+def _trt_op_facts(table: dict[str, Any], op_type: str,
+                  memo: dict) -> tuple[dict[str, Any] | None, list | None, frozenset[str]]:
+    """(matrix row, its constraints, element types it refuses) of an op type: they depend on the
+    op type only, so each is derived once per run (in ``memo``), not once per node."""
+    facts = memo.get(op_type)
+    if facts is None:
+        row = table["ops"].get(op_type)
+        if row is None or not row["supported"]:
+            facts = row, None, frozenset()
+        else:
+            facts = row, row.get("constraints"), _trt_bad_types(table, row)
+        memo[op_type] = facts
+    return facts
 
 
 _CASTS = frozenset({"Cast", "CastLike"})  # their element-type probe looks at the output too
