@@ -145,16 +145,18 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
         # allocation after a model is linted rescans its millions of IR objects (0.45 s for
         # 100k nodes). In-process callers keep their collector (see lint._gc_paused).
         gc.disable()
-    from graphlint import lint
+    from graphlint import forked, lint
     from graphlint.report import render
-
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
-    if time_budget is not None:
-        opts.time_budget = time_budget
-    from graphlint import forked
 
     if jobs:
         forked.set_jobs(jobs)
+    if _PROCESS_EXITS_AFTER and len(models) == 1 and lint.model_kind(models[0]) == "onnx":
+        from graphlint.load import onnx_loader
+
+        onnx_loader.start_early(models[0])
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+    if time_budget is not None:
+        opts.time_budget = time_budget
     if not (baseline_path or opts.baseline):  # matching a baseline reads each model's graph
         opts.jobs = forked.jobs()
     if output:

@@ -44,6 +44,11 @@ from graphlint.ir import (
 from graphlint.load import external, shape_infer
 from graphlint.load.files import os_problem
 
+try:
+    from graphlint.load import _fastbuild
+except ImportError:  # built without a C compiler: the Python loop does the same, slower
+    _fastbuild = None
+
 _c_infer_shapes = onnx.onnx_cpp2py_export.shape_inference.infer_shapes
 _c_infer_shapes_path = onnx.onnx_cpp2py_export.shape_inference.infer_shapes_path
 # Open files by descriptor path (Linux): onnx's file entry points then read and write exactly
@@ -152,25 +157,37 @@ class Types(NamedTuple):
     outputs: list[bytes]  # the main graph's output ValueInfoProtos, serialized
 
 
-def decode_types(model: Any) -> Types:
+def decode_types(model: Any, data: bytes | None = None) -> Types:
     """The types of every graph's value_info, inputs and outputs in ``model``: an onnx.ModelProto
-    or a :func:`_types_only` message."""
+    or a :func:`_types_only` message, parsed from ``data`` when given (the main graph's are then
+    read from those bytes in C, about 10x faster)."""
     full = isinstance(model, onnx.ModelProto)
     table: list[tuple] = []
     index: dict[bytes, int] = {}
     get_name, get_type, serialize = attrgetter("name"), attrgetter("type"), methodcaller("SerializeToString")
     from_string = onnx.TypeProto.FromString
     graphs = []
+    fast = _fastbuild.value_types(data) if _fastbuild is not None and data is not None else None
     for gp in shape_infer.graph_protos(model, None if full else _serialized_graph_holders):
-        infos = (*gp.value_info, *gp.input, *gp.output)
-        # The serialized TypeProto keys the table: one C call per value, each distinct type decoded
-        # once (a few dozen in a 100k-node model; decoding dims field by field is 5x dearer).
-        keys = list(map(serialize, map(get_type, infos)) if full else map(get_type, infos))
-        for key in dict.fromkeys(keys):
+        if fast is not None:  # the main graph, which comes first
+            names, ids, distinct = fast
+            fast = None
+        else:
+            infos = (*gp.value_info, *gp.input, *gp.output)
+            names = list(map(get_name, infos))
+            # The serialized TypeProto keys the table: one C call per value, each distinct type
+            # decoded once (a few dozen in a 100k-node model; decoding dims field by field is 5x dearer).
+            keys = list(map(serialize, map(get_type, infos)) if full else map(get_type, infos))
+            local = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+            distinct, ids = list(local), list(map(local.__getitem__, keys))
+        # This graph's distinct types -> the model's table
+        remap = []
+        for key in distinct:
             if key not in index:
                 index[key] = len(table)
                 table.append(_dims(from_string(key)))
-        graphs.append((list(map(get_name, infos)), list(map(index.__getitem__, keys))))
+            remap.append(index[key])
+        graphs.append((names, list(map(remap.__getitem__, ids))))
     return Types(graphs, table, list(map(serialize, model.graph.output)))
 
 
@@ -236,26 +253,30 @@ def _types_only() -> type:
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("gl.Model"))
 
 
-def infer_types(data: bytes) -> tuple[Types | None, list[LoadIssue]]:
+def infer_types(data: bytes, inferred_hook: Callable[[], None] = lambda: None) -> tuple[Types | None, list[LoadIssue]]:
     """Shape inference on the file bytes, decoded to types (None when inference gave up);
-    runs in the forked child or in-process."""
+    runs in the forked child or in-process. ``inferred_hook`` runs once onnx is done, before
+    the decoding (the forked child lets the checker start then)."""
     issues: list[LoadIssue] = []
     inferred = infer_shapes(data, issues)
+    inferred_hook()
     del data
-    return (None if inferred is None else decode_types(_types_only().FromString(inferred))), issues
+    return (None if inferred is None else decode_types(_types_only().FromString(inferred), inferred)), issues
 
 
-def infer_types_at(path: str) -> tuple[FileKey, tuple[Types | None, list[LoadIssue]]]:
+def infer_types_at(path: str, inferred_hook: Callable[[], None] = lambda: None,
+                   ) -> tuple[FileKey, tuple[Types | None, list[LoadIssue]]]:
     """:func:`infer_types` on the file at ``path`` (the forked child's work), and which file
     version it read."""
     with open(path, "rb") as f:
         key = file_key(f.fileno())
         out = _scratch_file()
         if out is None:
-            return key, infer_types(f.read())
+            return key, infer_types(f.read(), inferred_hook)
         issues: list[LoadIssue] = []
         with out:
             inferred = _infer_file(f.fileno(), out, issues)
+        inferred_hook()
         if inferred is None:
             return key, (None, issues)
         lite = _types_only().FromString(inferred)
@@ -265,7 +286,7 @@ def infer_types_at(path: str) -> tuple[FileKey, tuple[Types | None, list[LoadIss
             # the parse above, and the parent then redoes the work in-process.)
             f.seek(0)
             return key, infer_types(f.read())
-    return key, (decode_types(lite), issues)
+    return key, (decode_types(lite, inferred), issues)
 
 
 def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
@@ -348,9 +369,10 @@ class _EmbeddedReader:
 
 
 class _Converter:
-    def __init__(self, path: str, proto: onnx.ModelProto, issues: list[LoadIssue]) -> None:
+    def __init__(self, path: str, proto: onnx.ModelProto, issues: list[LoadIssue], data: bytes | None = None) -> None:
         self.path = path
         self.proto = proto
+        self.data = data  # the file's bytes (proto serialized), which _fast_nodes() reads the main graph from
         self.issues = issues
         self.opsets = {norm_domain(o.domain): o.version for o in proto.opset_import}
         # (graph, initializer fallback types) per non-function graph, in graph_protos() order,
@@ -427,8 +449,7 @@ class _Converter:
             if None in found:  # value_info naming a value no node uses
                 found = [v if v is not None else values.setdefault(name, Value(name, graph))
                          for name, v in zip(names, found, strict=True)]
-            for v, (dtype, shape) in zip(found, map(table.__getitem__, ids), strict=True):
-                v.dtype, v.shape = dtype, shape
+            _assign(found, list(map(table.__getitem__, ids)))
             for v, dtype, shape in fallback:
                 if v.dtype is None:
                     v.dtype, v.shape = dtype, shape
@@ -475,11 +496,31 @@ class _Converter:
             graph.outputs.append(v)
 
         self.node_protos[graph] = gp.node
+        main = graph.owner is None and not is_function
+        picked = self._fast_nodes(graph, gp, opsets) if main else None
+        if picked is None:
+            picked = self._nodes(graph, gp, opsets)
+        # Attributes are read for the few nodes that may hold graphs or are Constants only (reading
+        # them costs 2 µs a node).
+        for i in picked:
+            node, np_ = graph.nodes[i], gp.node[i]
+            if node.domain != ONNX_DOMAIN or node.op_type in shape_infer.GRAPH_OPS:
+                self._subgraphs(node, np_, opsets, queue)
+            elif node.op_type == "Constant" and node.outputs:
+                node.outputs[0].const = _constant_tensor(np_, self, graph.path)
+        names = list(map(attrgetter("name"), graph.nodes))
+        # A string that is not UTF-8 comes out of protobuf as bytes, on which str.join fails at C
+        # speed (TypeError, see _convert); op types and domains were interned, which fails alike.
+        "".join(names), "".join(graph.values), "".join((graph.name, graph.path))
+        self._duplicate_names(graph, names)
+
+    def _nodes(self, graph: Graph, gp: Any, opsets: dict[str, int]) -> list[int]:
+        """Build ``gp``'s nodes into ``graph``; the indices of those _fill() finishes (_PICKED)."""
         # Runs once per node (100k+ in an LLM): graph.value() and norm_domain() are inlined.
         nodes = graph.nodes
         values = graph.values
-        path = graph.path
         opset_of = opsets.get
+        picked = []
         for i, np_ in enumerate(gp.node):
             domain = np_.domain
             # One string per op type and domain, not per node (intern() also refuses the bytes
@@ -509,16 +550,19 @@ class _Converter:
                     v = Value("", graph)
                 outs.append(v)
             node.outputs = outs
-            if domain != ONNX_DOMAIN or op_type in shape_infer.GRAPH_OPS:  # reading attributes costs 2 µs a node
-                self._subgraphs(node, np_, opsets, queue)
-            elif op_type == "Constant" and outs:
-                outs[0].const = _constant_tensor(np_, self, path)
+            if domain != ONNX_DOMAIN or op_type in _PICKED:
+                picked.append(i)
             nodes.append(node)
-        names = list(map(attrgetter("name"), graph.nodes))
-        # A string that is not UTF-8 comes out of protobuf as bytes, on which str.join fails at C
-        # speed (TypeError, see _convert); op types and domains were interned, which fails alike.
-        "".join(names), "".join(values), "".join((graph.name, graph.path))
-        self._duplicate_names(graph, names)
+        return picked
+
+    def _fast_nodes(self, graph: Graph, gp: Any, opsets: dict[str, int]) -> list[int] | None:
+        """What _nodes() does, in C from the file's bytes (about 10x faster), or None when the C
+        part is not built or declines the bytes (see _fastbuild.c)."""
+        data, self.data = self.data, None  # needed for the main graph only
+        if _fastbuild is None or data is None:
+            return None
+        return _fastbuild.fill(data, len(gp.node), graph, _OnnxNode("", self, graph, 0, "", ONNX_DOMAIN, None),
+                               _NODE_SLOTS, Value("", graph), _VALUE_SLOTS, ONNX_DOMAIN, opsets, _PICKED)
 
     def _subgraphs(self, node: Node, np_: onnx.NodeProto, opsets: dict[str, int], queue: deque) -> None:
         for a in np_.attribute:
@@ -583,6 +627,26 @@ class _OnnxNode(Node):
         return self._attrs
 
 
+def _slot_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for klass in cls.__mro__ for name in getattr(klass, "__slots__", ()))
+
+
+# What _fastbuild.fill() needs to make Nodes and Values as _nodes() does.
+_NODE_SLOTS, _VALUE_SLOTS = _slot_names(_OnnxNode), _slot_names(Value)
+# Nodes whose attributes _fill() reads: other domains' and those with graph attributes
+# (shape_infer.may_hold_graphs), and Constants.
+_PICKED = shape_infer.GRAPH_OPS | {"Constant"}
+
+
+def _assign(values: list[Value], types: list[tuple]) -> None:
+    """values[i].dtype, values[i].shape = types[i] (in C when built: 100k+ values)."""
+    if _fastbuild is not None:
+        _fastbuild.assign(values, types, Value, _VALUE_SLOTS)
+        return
+    for v, (dtype, shape) in zip(values, types, strict=True):
+        v.dtype, v.shape = dtype, shape
+
+
 def _decode_attrs(np_: onnx.NodeProto, conv: _Converter, graph_path: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in np_.attribute:
@@ -641,7 +705,7 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
     timings: dict[str, float] = {}
     # Fork before reading: the children read the file themselves, so they start sooner and
     # hold neither its bytes nor the parsed model.
-    children = _start_children(path) if infer and not _decode else None
+    children = (_STARTED.pop(path, None) or _start_children(path)) if infer and not _decode else None
     try:
         data, key = read(path)
         proto = None
@@ -655,9 +719,9 @@ def load(path: str, *, infer: bool = True, defer_types: bool = False, _decode: b
         t1 = timings["parse"] = time.perf_counter() - t0
         issues: list[LoadIssue] = []
         declared = {vi.name: _dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
-        conv = _Converter(path, proto, issues)
+        conv = _Converter(path, proto, issues, data)
         if children is not None:
-            del data  # the children read their own
+            del data  # the children read their own; the converter drops it after the main graph
             main, functions = _convert(conv, _decode)
             conv.early_types(main, declared)
             timings["build IR (shape inference + checker in parallel)"] = time.perf_counter() - t0 - t1
@@ -731,22 +795,35 @@ def _start_children(path: str, data: bytes | None = None) -> Children | None:
         return None  # read() says why
     if not shape_infer.can_fork(size):
         return None
-    if data is None:
-        infer_work = functools.partial(infer_types_at, path)
-        checker_work = functools.partial(checker_verdict_at, path)
-    else:
-        infer_work = functools.partial(_keyless, infer_types, data)
-        checker_work = functools.partial(_keyless, checker_verdict, data)
-    inference = forked.start(infer_work)
+    checker_work = (functools.partial(checker_verdict_at, path) if data is None
+                    else functools.partial(_keyless, checker_verdict, data))
+    # Gated until onnx's inference is done: only GL0001 reads the verdict, and the engine runs it
+    # last, so the checker takes the core inference frees instead of slowing down the parent and
+    # the inference child, the critical path. The inference child itself lets it start, before
+    # it decodes the types (0.2-0.3 s of a 100k-node model); the parent does too, should that
+    # child die first.
+    checker = forked.start(checker_work, gated=True)
     try:
-        # Gated until inference is done: only GL0001 reads the verdict, and the engine runs it
-        # last, so the checker can take the core inference frees instead of slowing down the
-        # parent and the inference child, the critical path (0.5 s of 5 on a 100k-node model).
-        checker = forked.start(checker_work, gated=True)
+        infer_work = (functools.partial(infer_types_at, path, checker.release) if data is None
+                      else functools.partial(_keyless, functools.partial(infer_types, inferred_hook=checker.release),
+                                             data))
+        inference = forked.start(infer_work)
     except BaseException:
-        inference.cancel()
+        checker.cancel()
         raise
     return inference, checker
+
+
+_STARTED: dict[str, Children] = {}
+
+
+def start_early(path: str) -> None:
+    """Fork the children for ``path`` now: the command line does this first, before its own
+    start-up (configuration, rule packs: about 0.1 s), since on a big model the children's
+    work is the longest path. The next load() of ``path`` takes them; children nobody takes
+    are cancelled with the rest when the command ends (forked.cancel_all)."""
+    if path not in _STARTED and (children := _start_children(path)) is not None:
+        _STARTED[path] = children
 
 
 @functools.cache
