@@ -249,6 +249,10 @@ static PyObject *value_named(Values *vs, Span s) {
     PyObject *v = PyDict_GetItemWithError(vs->values, name);
     if (v != NULL || PyErr_Occurred()) {
         Py_DECREF(name);
+        if (v != NULL && !Py_IS_TYPE(v, Py_TYPE(vs->value_tmpl))) { /* its slots are written below */
+            PyErr_SetString(PyExc_TypeError, "graph.values holds something other than Values");
+            return NULL;
+        }
         return v;
     }
     v = new_value(vs, name);

@@ -2,10 +2,11 @@
 
 Shape inference is the largest single cost of linting a big model, and it is C++ that
 holds the GIL. When the machine has a second core and the model is large, the loader
-forks before it reads the file: one child runs inference on the file and sends back only
-the decoded types (see ``onnx_loader.infer_types_at``); another, forked at the same time,
-runs onnx.checker on it (what users run) once inference is done and its core is free, since
-only GL0001, run last, waits for its verdict. The parent reads, parses and builds the IR
+forks before it reads the file (the command line, before its own start-up: see
+``onnx_loader.start_early``): one child runs inference on the file and sends back only the
+decoded types (see ``onnx_loader.infer_types_at``); another, forked at the same time, runs
+onnx.checker on it (what users run) once onnx's inference is done and its core is free,
+since only GL0001, run last, waits for its verdict. The parent reads, parses and builds the IR
 meanwhile, and the engine starts the analyses' type-free parts (``defer_types``). Without
 fork (see :func:`graphlint.forked.available`; small files) the loader does the same work
 in-process.
