@@ -292,3 +292,33 @@ def test_gated_child_waits_for_release(request):
     assert not select.select([r], [], [], 0)[0]
     os.close(r)
     os.close(w)
+
+
+@pytest.mark.parametrize("own_value_info", [False, True])
+def test_guessed_order_of_the_inferred_types(tmp_path, monkeypatch, request, own_value_info):
+    """While inference runs, the loader guesses which values its types come for (node outputs,
+    then inputs and outputs) and checks the guess name by name; a wrong guess (here: value_info
+    of the file's own, listed first and backwards) falls back to looking each name up."""
+    if rerun_unthreaded(request):
+        return
+    path = str(tmp_path / "m.onnx")
+    make_models.build(path, nodes=400, hidden=8, n_if=2)
+    if own_value_info:
+        m = onnx.load(path)
+        outs = [o for n in m.graph.node for o in n.output if o and o not in {v.name for v in m.graph.output}]
+        m.graph.value_info.extend(onnx.ValueInfoProto(name=o) for o in reversed(outs[:50]))
+        onnx.save(m, path)
+    monkeypatch.setattr(forking.Pending, "done", lambda self: False)  # the guess is made while waiting
+    guesses: list[bool] = []
+    apply = onnx_loader._Converter.apply_types
+
+    def spy(conv, types):
+        graph, _ = conv.typed[0]
+        guessed = conv.guessed.get(graph)
+        guesses.append(guessed is not None and [v.name for v in guessed] == types.graphs[0][0])
+        apply(conv, types)
+
+    monkeypatch.setattr(onnx_loader._Converter, "apply_types", spy)
+    serial, forked = _load_both(path, monkeypatch)
+    assert _types(forked) == _types(serial)
+    assert guesses == [False, not own_value_info]  # in-process: no guess; forked: right for the plain file
