@@ -9,8 +9,13 @@ from graphlint.ir import Model, Node
 
 
 def node_list(model: Model) -> list[Node]:
-    """Every node in :meth:`Model.walk` order (graphs, subgraphs, then function bodies), as a list."""
-    return list(model.walk())
+    """Every node in :meth:`Model.walk` order (graphs, subgraphs, then function bodies), as a list:
+    made once per model (a loaded model's nodes do not change), usually while inference runs,
+    for the op-type index."""
+    nodes = model.precomputed.get("node_list")
+    if nodes is None:
+        nodes = model.precomputed["node_list"] = list(model.walk())
+    return nodes
 
 
 def _index(model: Model) -> dict[str, list[Node]]:
@@ -31,4 +36,4 @@ def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
 
 @analysis("all_nodes", per_target=False)
 def all_nodes(model: Model, target) -> list[Node]:
-    return node_list(model)
+    return node_list(model)  # the engine only reads it

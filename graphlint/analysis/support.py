@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from graphlint import dtypes
@@ -403,6 +404,7 @@ def _trt_screen(nodes: list[Node], table: dict[str, Any], memo: dict) -> list[No
 
 
 _UNSEEN: Any = object()
+_DIALECT = attrgetter("dialect")
 
 
 def _trt_op_facts(table: dict[str, Any], op_type: str,
@@ -777,8 +779,10 @@ def support(model: Model, target: Target) -> Support:
     functions = model.functions
     memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
     # A model-local function call is not evaluated: engines inline the body, whose nodes are.
-    nodes = [node for node in node_list(model) if node.dialect == ONNX
-             and not (functions and (node.domain, node.op_type) in functions)]
+    nodes = node_list(model)
+    if functions or not all(map(ONNX.__eq__, map(_DIALECT, nodes))):  # (at C speed: the usual case)
+        nodes = [node for node in nodes if node.dialect == ONNX
+                 and not (functions and (node.domain, node.op_type) in functions)]
     screen = SCREENS.get(kind)
     for node in nodes if screen is None else screen(nodes, table, memo):
         found = fn(node, target, table, model, memo)

@@ -813,11 +813,10 @@ def _start_children(path: str, data: bytes | None = None) -> Children | None:
         return None
     checker_work = (functools.partial(checker_verdict_at, path) if data is None
                     else functools.partial(_keyless, checker_verdict, data))
-    # Gated until onnx's inference is done: only GL0001 reads the verdict, and the engine runs it
-    # last, so the checker takes the core inference frees instead of slowing down the parent and
-    # the inference child, the critical path. The inference child itself lets it start, before
-    # it decodes the types (0.2-0.3 s of a 100k-node model); the parent does too, should that
-    # child die first.
+    # Gated until a core is free: only GL0001 reads the verdict, and the engine runs it last, so
+    # the checker must not slow down the parent and the inference child, the critical path. The
+    # inference child lets it start once onnx is done, before it decodes the types; the parent
+    # as soon as it has nothing left to do but wait for them (or once that child died).
     checker = forked.start(checker_work, gated=True)
     try:
         infer_work = (functools.partial(infer_types_at, path, checker.release) if data is None
@@ -889,8 +888,10 @@ def _finish_forked(conv: _Converter, children: Children, key: FileKey | None, mo
         if not inference.done():  # while waiting anyway
             warm_schemas()
             conv.guess_order()
+            if not inference.done():
+                checker.release()  # this process waits: the checker can have its core meanwhile
         result = _joined(inference, key)
-        checker.release()  # the core inference used is free now
+        checker.release()  # the core inference used is free now (the inference child released it too)
         if result is forked.DIED:  # redo in-process what the child could not finish
             result = infer_types(conv.proto.SerializeToString())
     except BaseException:
