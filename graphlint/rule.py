@@ -234,5 +234,10 @@ def quote(name: str | None) -> str:
     return f"'{name}'" if name else "'<unnamed>'"
 
 
+def quote_node(node: Node) -> str:
+    """How a message starts about a node: ``Node 'name' (OpType)``."""
+    return f"Node {quote(node.label)} ({node.op_type})"
+
+
 def iter_rules(rules: Iterable[type[Rule]]) -> Iterator[type[Rule]]:
     return iter(sorted(rules, key=lambda r: r.id))

@@ -9,7 +9,7 @@ import onnx
 
 from graphlint.ir import Graph, Model, Node
 from graphlint.load.shape_infer import checker_verdict
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
 _UNSET = object()
 _NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
@@ -51,7 +51,7 @@ class OnnxChecker(Rule):
                 if by_name is None:
                     by_name = {n.name: n for n in model.graph.walk() if n.name}
                 node = by_name.get(issue.value or "")
-                where = f"Node {quote(node.label)} ({node.op_type}) fails" if node else "The model fails"
+                where = f"{quote_node(node)} fails" if node else "The model fails"
                 yield ctx.finding(node, f"{where} strict shape inference: {issue.message}")
         proto = model.proto
         if proto is None:
@@ -126,11 +126,11 @@ class OnnxChecker(Rule):
                     later = v.producer is not None
                     what = "is produced only by a later node (graph not topologically sorted)" if later \
                         else "is not produced by any node, initializer or graph input"
-                    yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) input {quote(v.name)} {what}.",
+                    yield ctx.finding(node, f"{quote_node(node)} input {quote(v.name)} {what}.",
                                       value=v.name)
             for v in node.outputs:
                 if v.name and (v.name in produced or v.name in inputs):
-                    yield ctx.finding(node, f"Node {quote(node.label)} ({node.op_type}) output {quote(v.name)} "
+                    yield ctx.finding(node, f"{quote_node(node)} output {quote(v.name)} "
                                             f"is assigned more than once (ONNX graphs are SSA).", value=v.name)
                 produced.add(v.name)
 

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from graphlint.ir import ONNX_DOMAIN
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
 
 class UnknownDomain(Rule):
@@ -57,7 +57,7 @@ class UnknownDomain(Rule):
             ops = sorted(op_types[d])
             yield ctx.finding(
                 node,  # type: ignore[arg-type]
-                f"Node {quote(node.label)} ({node.op_type}) is in domain {quote(d)}, which "  # type: ignore[attr-defined]
+                f"{quote_node(node)} is in domain {quote(d)}, which "  # type: ignore[attr-defined]
                 f"{ctx.target.title} does not support ({n} node(s) in this domain: {', '.join(ops[:8])}).",
                 domain=d, nodes=n, op_types=ops,
             )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from graphlint.analysis.partition import Partition
 from graphlint.analysis.support import Support
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 _LIST = 50  # node names listed in properties per island
 
@@ -59,7 +59,7 @@ class PartitionIsland(Rule):
             what = "it alone" if n == 1 else f"{n} nodes ({', '.join(ops[:6])}{', ...' if len(ops) > 6 else ''})"
             yield ctx.finding(
                 first,
-                f"Node {quote(first.label)} ({first.op_type}) starts unsupported island {k} of {total} on "
+                f"{quote_node(first)} starts unsupported island {k} of {total} on "
                 f"{ctx.target.title}: {what}, {len(ins)} input and {len(outs)} output boundary tensor(s); "
                 f"{summary['supported_pct']}% of nodes are supported.",
                 island=k, islands=total, size=n, op_types=ops,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 ID = "GL2002"
 
@@ -56,7 +56,7 @@ class OpOutsideItsOpsets(Rule):
                     else f"defined in the default domain only from opset {f['boundary']}")
             yield ctx.finding(
                 node,
-                f"Node {quote(node.label)} ({node.op_type}) is used at opset {node.opset} but is {when}."
+                f"{quote_node(node)} is used at opset {node.opset} but is {when}."
                 + D.engine_note(f, ctx.target),
                 rewrite=D.fact_rewrite(f, node),
                 **D.props(f, opset=node.opset),

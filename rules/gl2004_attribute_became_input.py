@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
 ID = "GL2004"
 
@@ -59,7 +59,7 @@ class AttributeBecameInput(Rule):
             if stale:
                 yield ctx.finding(
                     node,
-                    f"{_subject(node)} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
+                    f"{quote_node(node)} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
                     f"input(s) at opset {f['boundary']}; engines reject or ignore the attribute."
                     + D.engine_note(f, ctx.target),
                     rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]),
@@ -71,14 +71,9 @@ class AttributeBecameInput(Rule):
                 if v is not None and not v.is_constant:
                     yield ctx.finding(
                         node,
-                        f"{_subject(node)} takes {names[0]} from {quote(v.name)}, which is computed at run time; "
+                        f"{quote_node(node)} takes {names[0]} from {quote(v.name)}, which is computed at run time; "
                         f"{ctx.target.title} needs it as a build-time constant.",
                         value=v,
                         rewrite=D.rewrite("fold-constants", None, nodes=[v.producer.label] if v.producer else None),
                         **D.props(f, input=v.name),
                     )
-
-
-def _subject(node: Node) -> str:
-    """How the messages name the node (built only for a finding: most nodes have none)."""
-    return f"Node {quote(node.label)} ({node.op_type})"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node, Value
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 from graphlint.target import Target
 
 ID = "GL2007"
@@ -87,7 +87,7 @@ class Fp16DecomposedNormalization(Rule):
         eps = next((D.constant_operand(n)[0] for n in nodes if n.op_type == "Add"), None)
         yield ctx.finding(
             node,
-            f"Node {quote(node.label)} ({node.op_type}) squares x - mean in a decomposed LayerNorm; {why}, where "
+            f"{quote_node(node)} squares x - mean in a decomposed LayerNorm; {why}, where "
             "any |x - mean| > 256 overflows and the row normalizes to 0.",
             severity=sev,
             rewrite=D.fact_rewrite(f, node, nodes=[n.label for n in nodes], axis=_axes(mean), epsilon=eps),

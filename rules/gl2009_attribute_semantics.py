@@ -8,7 +8,7 @@ from typing import Any
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 ID = "GL2009"
 
@@ -109,7 +109,7 @@ class AttributeSemantics(Rule):
             loud = f["effect"] == "loud"
             yield ctx.finding(
                 node,
-                f"Node {quote(node.label)} ({node.op_type}) has {f['attribute']}={value!r} at opset "
+                f"{quote_node(node)} has {f['attribute']}={value!r} at opset "
                 f"{node.opset}: {f['change'].rstrip('.')}." + D.engine_note(f, ctx.target),
                 severity=Severity.ERROR if loud else None,
                 rewrite=D.fact_rewrite(f, node),

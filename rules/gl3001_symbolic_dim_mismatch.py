@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.rewrites import spec
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote_node
 
 
 class SymbolicDimMismatch(Rule):
@@ -74,7 +74,7 @@ class SymbolicDimMismatch(Rule):
             tail = f"; {more} more node(s) combine the same pair" if more else ""
             yield ctx.finding(
                 n,
-                f"Node {quote(n.label)} ({n.op_type}) needs {describe_dim(facts, e.a)} and "
+                f"{quote_node(n)} needs {describe_dim(facts, e.a)} and "
                 f"{describe_dim(facts, e.b)} to be equal{where}, but nothing in the graph makes them equal, "
                 f"so it fails at run time whenever they differ{tail}.",
                 value=e.va,

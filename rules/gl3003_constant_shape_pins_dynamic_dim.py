@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.symbolic import Poly
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 
 def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
@@ -62,7 +62,7 @@ class ConstantShapePinsDynamicDim(Rule):
                     seen.add((n.label, str(e.a)))
                     yield ctx.finding(
                         n,
-                        f"Node {quote(n.label)} ({n.op_type}) has a constant leading dim and a -1 that absorbs "
+                        f"{quote_node(n)} has a constant leading dim and a -1 that absorbs "
                         f"the dynamic {describe_dim(facts, e.a)} into axis {e.axis} ({e.b}): samples of a batch "
                         f"are merged, which only matches the export at one batch size.",
                         value=e.va, severity=Severity.WARNING, symbol=str(e.a),
@@ -95,7 +95,7 @@ class ConstantShapePinsDynamicDim(Rule):
                 pinned = sol[1]
             yield ctx.finding(
                 n,
-                f"Node {quote(n.label)} ({n.op_type}) {what}; {tail}.",
+                f"{quote_node(n)} {what}; {tail}.",
                 value=e.va,
                 symbol=str(sym_side), pinned_value=pinned,
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint.ir import ONNX, OPENVINO, Node
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 DATA_DEPENDENT = frozenset({"NonZero", "NonMaxSuppression", "Unique", "Loop", "Compress"})
 
@@ -63,7 +63,7 @@ class DataDependentShape(Rule):
         sev = Severity.ERROR if t.option("static_shapes") else None
         yield ctx.finding(
             node,
-            f"Node {quote(node.label)} ({node.op_type}) {what}; {t.title} needs {need}.",
+            f"{quote_node(node)} {what}; {t.title} needs {need}.",
             value=node.outputs[0] if node.outputs else None,
             severity=sev,
         )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from graphlint.analysis.shapes import Event, dynamic_inputs, evaluate
 from graphlint.ir import Model, Value
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 from graphlint.shapes_spec import Profile
 
 MAX_EVALS = 48  # per dynamic axis
@@ -143,7 +143,7 @@ class OptimizationProfile(Rule):
                 reported.add(e.node.label)
                 yield ctx.finding(
                     e.node,
-                    f"Node {quote(e.node.label)} ({e.node.op_type}) breaks at the profile's opt shapes "
+                    f"{quote_node(e.node)} breaks at the profile's opt shapes "
                     f"({', '.join(f'{n}={_fmt(s)}' for n, s in shapes.items())}): {_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, profile_point="opt",
                 )
@@ -165,7 +165,7 @@ class OptimizationProfile(Rule):
                              description=f"Or narrow the profile of '{name}' axis {axis} to exclude {value}.")
                 yield ctx.finding(
                     e.node,
-                    f"Node {quote(e.node.label)} ({e.node.op_type}) breaks inside the --shapes profile: with "
+                    f"{quote_node(e.node)} breaks inside the --shapes profile: with "
                     f"{quote(name)} axis {axis} = {value} (profile {lo}..{hi}, shape {_fmt(shape)}), "
                     f"{_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, rewrite=rw,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from graphlint.analysis.shapes import ShapeFacts, describe_dim
 from graphlint.analysis.symbolic import Poly
 from graphlint.ir import Node
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 
 
 class PadToMultiple(Rule):
@@ -84,7 +84,7 @@ class PadToMultiple(Rule):
                              description=f"Pad '{inp}' axis {axis} up to a multiple of {m} (or bucket lengths).")
                 yield ctx.finding(
                     node,
-                    f"Node {quote(node.label)} ({node.op_type}) multiplies over the dynamic dim "
+                    f"{quote_node(node)} multiplies over the dynamic dim "
                     f"{describe_dim(facts, Poly.sym(sym))}; on {ctx.target.title} pad it to a multiple of {m} "
                     f"(tokenizer pad_to_multiple_of={m}) or bucket lengths.",
                     value=node.input(0), rewrite=rw, symbol=sym, multiple=m,
@@ -105,7 +105,7 @@ class PadToMultiple(Rule):
             what = ", ".join(f"{k} {v}" for k, v in bad.items())
             return ctx.finding(
                 node,
-                f"Node {quote(node.label)} ({node.op_type}) has weight {quote(w.name)} with {what}, not a multiple "
+                f"{quote_node(node)} has weight {quote(w.name)} with {what}, not a multiple "
                 f"of {m}; {ctx.target.title} tensor-core kernels want multiples of {m}.",
                 value=w, multiple=m, dims=bad,
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint.analysis.shapes import ShapeFacts, shape_text
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
 
 class ShapeInferenceIncomplete(Rule):
@@ -55,7 +55,7 @@ class ShapeInferenceIncomplete(Rule):
         n = first.producer
         total = stats.get("shape_values", 0)
         if n is not None:
-            head = (f"Node {quote(n.label)} ({n.op_type}) produces {quote(first.name)} with shape "
+            head = (f"{quote_node(n)} produces {quote(first.name)} with shape "
                     f"{shape_text(facts.shape(first))} from inputs of known shape")
         else:
             head = f"Input {quote(first.name)} declares shape {shape_text(facts.shape(first))}"

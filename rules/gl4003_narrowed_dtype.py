@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from graphlint.analysis.shapes import ShapeFacts
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 
 INT32 = np.iinfo(np.int32)
 # Consumers where INT64_MAX-style sentinels are conventional and engines clamp them correctly.
@@ -92,7 +92,7 @@ class NarrowedDtype(Rule):
                 n = v.consumers[0]
                 yield ctx.finding(
                     n,
-                    f"Node {quote(n.label)} ({n.op_type}) reads int64 constant {quote(v.name)} with values up to "
+                    f"{quote_node(n)} reads int64 constant {quote(v.name)} with values up to "
                     f"{hi if hi > INT32.max else lo}, outside INT32; {t.title} plugins and older parsers clamp INT64 "
                     f"to INT32.",
                     value=v, rewrite=Rewrite("int64-to-int32", {"value": v.name}, safe=False,

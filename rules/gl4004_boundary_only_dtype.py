@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 
 QDQ = frozenset({"DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear"})
 
@@ -48,7 +48,7 @@ class BoundaryOnlyDtype(Rule):
                     if n.op_type != "Cast":
                         yield ctx.finding(
                             n,
-                            f"Node {quote(n.label)} ({n.op_type}) consumes {v.dtype} input {quote(v.name)} directly; "
+                            f"{quote_node(n)} consumes {v.dtype} input {quote(v.name)} directly; "
                             f"{t} allows {v.dtype} only at the network boundary, feeding a Cast.",
                             value=v,
                             rewrite=Rewrite("input-cast-normalize", {"input": v.name, "side": "graph"}, safe=False,
@@ -60,7 +60,7 @@ class BoundaryOnlyDtype(Rule):
                         and any(c.op_type != "Cast" for c in v.consumers):
                     yield ctx.finding(
                         n,
-                        f"Node {quote(n.label)} ({n.op_type}) produces {v.dtype} tensor {quote(v.name)} inside "
+                        f"{quote_node(n)} produces {v.dtype} tensor {quote(v.name)} inside "
                         f"the network; {t} supports {v.dtype} only as a network input or output.",
                         value=v,
                     )

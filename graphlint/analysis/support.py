@@ -27,7 +27,7 @@ from graphlint import dtypes
 from graphlint.analysis import analysis
 from graphlint.analysis.graph_index import node_list
 from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
-from graphlint.rule import Rewrite, Severity
+from graphlint.rule import Rewrite, Severity, quote_node
 from graphlint.target import Target
 
 # Issue categories, one GL1xx rule each.
@@ -757,9 +757,8 @@ def _ov_rejected(node: Node, target: Target, table: dict[str, Any], entry: dict[
 
 def message(node: Node, issue: Issue) -> str:
     """The finding text for one issue: node first, then the reason, then the source row."""
-    from graphlint.rule import quote
 
-    return f"Node {quote(node.label)} ({node.op_type}) {issue.reason} [{issue.source}]."
+    return f"{quote_node(node)} {issue.reason} [{issue.source}]."
 
 
 EVALUATORS = {"trt-matrix": _trt, "ort-kernels": _ort, "ov-onnx-frontend": _ov}
