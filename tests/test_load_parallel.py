@@ -314,8 +314,8 @@ def test_guessed_order_of_the_inferred_types(tmp_path, monkeypatch, request, own
 
     def spy(conv, types):
         graph, _ = conv.typed[0]
-        guessed = conv.guessed.get(graph)
-        guesses.append(guessed is not None and [v.name for v in guessed] == types.graphs[0][0])
+        guessed, names = conv.guessed.get(graph, (None, None))
+        guesses.append(guessed is not None and [v.name for v in guessed] == names == types.graphs[0][0])
         apply(conv, types)
 
     monkeypatch.setattr(onnx_loader._Converter, "apply_types", spy)

@@ -382,7 +382,7 @@ class _Converter:
         # for apply_types().
         self.typed: list[tuple[Graph, list[tuple[Value, str | None, tuple | None]]]] = []
         self.node_protos: dict[Graph, Any] = {}  # each graph's NodeProtos, by node.index
-        self.guessed: dict[Graph, list[Value]] = {}  # see guess_order()
+        self.guessed: dict[Graph, tuple[list[Value], list[str]]] = {}  # see guess_order()
 
     @functools.cached_property
     def resolver(self) -> external.Resolver:
@@ -449,12 +449,12 @@ class _Converter:
             raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
         for (graph, fallback), (names, ids) in zip(self.typed, graphs, strict=True):
             values = graph.values
-            found = self.guessed.get(graph)
-            if found is None or list(map(_NAME, found)) != names:
+            found, guessed_names = self.guessed.get(graph, (None, None))
+            if guessed_names != names:  # (a right guess holds only Values)
                 found = list(map(values.get, names))  # lookups at C speed, yet 0.6 µs each: 100k+ values
-            if None in found:  # value_info naming a value no node uses
-                found = [v if v is not None else values.setdefault(name, Value(name, graph))
-                         for name, v in zip(names, found, strict=True)]
+                if None in found:  # value_info naming a value no node uses
+                    found = [v if v is not None else values.setdefault(name, Value(name, graph))
+                             for name, v in zip(names, found, strict=True)]
             _assign(found, list(map(table.__getitem__, ids)))
             for v, dtype, shape in fallback:
                 if v.dtype is None:
@@ -468,8 +468,9 @@ class _Converter:
         up in a big dict, and falls back to the lookups when it is wrong (a file with value_info
         of its own, an output inference could not type)."""
         for graph, _ in self.typed:
-            self.guessed[graph] = [*(v for node in graph.nodes for v in node.outputs if v.name and not v.is_output),
-                                   *graph.inputs, *graph.outputs]
+            guess = [*(v for node in graph.nodes for v in node.outputs if v.name and not v.is_output),
+                     *graph.inputs, *graph.outputs]
+            self.guessed[graph] = guess, list(map(_NAME, guess))
 
     def _set_outputs(self, outputs: list[bytes]) -> None:
         """Give ``proto``'s main graph outputs the types inference found: onnx.checker rejects an
