@@ -36,4 +36,4 @@ def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
 
 @analysis("all_nodes", per_target=False)
 def all_nodes(model: Model, target) -> list[Node]:
-    return node_list(model)  # the engine only reads it
+    return node_list(model)

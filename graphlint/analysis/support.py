@@ -757,7 +757,6 @@ def _ov_rejected(node: Node, target: Target, table: dict[str, Any], entry: dict[
 
 def message(node: Node, issue: Issue) -> str:
     """The finding text for one issue: node first, then the reason, then the source row."""
-
     return f"{quote_node(node)} {issue.reason} [{issue.source}]."
 
 

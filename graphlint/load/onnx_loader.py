@@ -163,7 +163,7 @@ class Types(NamedTuple):
 def decode_types(model: Any, data: bytes | None = None) -> Types:
     """The types of every graph's value_info, inputs and outputs in ``model``: an onnx.ModelProto
     or a :func:`_types_only` message, parsed from ``data`` when given (the main graph's are then
-    read from those bytes in C, about 10x faster)."""
+    read from those bytes in C, about twice as fast)."""
     full = isinstance(model, onnx.ModelProto)
     table: list[tuple] = []
     index: dict[bytes, int] = {}
@@ -464,7 +464,7 @@ class _Converter:
     def guess_order(self) -> None:
         """Guess, while inference runs, the values its types will come for, in order: onnx lists
         the node outputs it typed (graph outputs aside), then the graph's inputs and outputs.
-        apply_types() checks the guess name by name, which is 10x cheaper than looking 100k names
+        apply_types() checks the guess name by name, several times cheaper than looking 100k names
         up in a big dict, and falls back to the lookups when it is wrong (a file with value_info
         of its own, an output inference could not type)."""
         for graph, _ in self.typed:
@@ -573,7 +573,7 @@ class _Converter:
         return picked
 
     def _fast_nodes(self, graph: Graph, gp: Any, opsets: dict[str, int]) -> list[int] | None:
-        """What _nodes() does, in C from the file's bytes (about 10x faster), or None when the C
+        """What _nodes() does, in C from the file's bytes (about 5x faster), or None when the C
         part is not built or declines the bytes (see _fastbuild.c)."""
         data, self.data = self.data, None  # needed for the main graph only
         if _fastbuild is None or data is None:
