@@ -230,3 +230,37 @@ def test_declines_bytes_it_does_not_read_as_protobuf_would(tmp_path):
                                                recursive=True)))
 def test_shipped_examples(path, monkeypatch):
     assert_same(path, monkeypatch)
+
+
+def _decoded_both_ways(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    inferred = onnx_loader.infer_shapes(model.SerializeToString(), [])
+    assert inferred is not None
+    lite = onnx_loader._types_only().FromString(inferred)
+    fast = onnx_loader.decode_types(lite, inferred)
+    monkeypatch.setattr(onnx_loader, "_fastbuild", None)
+    return fast, onnx_loader.decode_types(lite, inferred)
+
+
+def test_decoded_types_with_subgraphs(tmp_path, monkeypatch):
+    path = str(tmp_path / "blocks.onnx")
+    make_models.build(path, nodes=400, hidden=8, n_if=2)
+    fast, slow = _decoded_both_ways(onnx.load(path), monkeypatch)
+    assert fast == slow and len(fast.graphs) == 5  # main, and two Ifs' two branches each
+
+
+def test_decoded_types_past_the_distinct_types_kept_as_bytes(monkeypatch):
+    """More distinct types than the C part compares as bytes (64): the rest go through a dict."""
+    n = 150
+    nodes = [helper.make_node("Identity", [f"x{k}"], [f"y{k}"]) for k in range(n)]
+    nodes += [helper.make_node("Relu", [f"y{k}"], [f"z{k}"]) for k in range(n)]
+    graph = helper.make_graph(
+        nodes, "many",
+        [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [k + 1]) for k in range(n)],
+        [helper.make_tensor_value_info(f"z{k}", TensorProto.FLOAT, None) for k in range(n)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    fast, slow = _decoded_both_ways(model, monkeypatch)
+    assert fast == slow
+    names, ids = fast.graphs[0]
+    assert len(fast.table) == n and [fast.table[i] for i in ids[:3]] == [("float32", (1,)), ("float32", (2,)),
+                                                                           ("float32", (3,))]
+    assert names[:3] == ["y0", "y1", "y2"]

@@ -431,65 +431,157 @@ static int value_info(Span vi, Span *name, Span *type) {
     return r == 0;
 }
 
+typedef struct {
+    Span *at;
+    Py_ssize_t n, cap;
+} Spans;
+
+static int add_span(Spans *ss, Span s) {
+    if (ss->n == ss->cap) {
+        Py_ssize_t cap = ss->cap ? 2 * ss->cap : 1024;
+        Span *more = PyMem_Realloc(ss->at, cap * sizeof(Span));
+        if (more == NULL) return 0;
+        ss->at = more;
+        ss->cap = cap;
+    }
+    ss->at[ss->n++] = s;
+    return 1;
+}
+
+/* The index of a serialized TypeProto among the distinct ones met so far (``keys``), adding it
+ * when new; -1 on error. A model has a few dozen distinct types: they are compared as bytes
+ * first (``seen``), and a bytes object is made only for a new one. */
+#define SEEN_MAX 64
+typedef struct {
+    Span seen[SEEN_MAX];
+    PyObject *keys, *index; /* list of the distinct keys; dict key -> position, past SEEN_MAX */
+} Distinct;
+
+static Py_ssize_t type_id(Distinct *d, Span type) {
+    Py_ssize_t n = PyList_GET_SIZE(d->keys);
+    for (Py_ssize_t i = 0; i < n && i < SEEN_MAX; i++)
+        if (d->seen[i].n == type.n && (type.n == 0 || memcmp(d->seen[i].p, type.p, type.n) == 0)) return i;
+    PyObject *key = PyBytes_FromStringAndSize((const char *)type.p, type.n);
+    if (key == NULL) return -1;
+    Py_ssize_t id = -1;
+    PyObject *at = n > SEEN_MAX ? PyDict_GetItemWithError(d->index, key) : NULL;
+    if (at != NULL) {
+        id = PyLong_AsSsize_t(at);
+    } else if (!PyErr_Occurred()) {
+        PyObject *pos = PyLong_FromSsize_t(n);
+        if (pos != NULL && PyDict_SetItem(d->index, key, pos) == 0 && PyList_Append(d->keys, key) == 0) {
+            if (n < SEEN_MAX) d->seen[n] = type;
+            id = n;
+        }
+        Py_XDECREF(pos);
+    }
+    Py_DECREF(key);
+    return id;
+}
+
 static PyObject *value_types(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer buf;
     if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *result = NULL, *names = NULL, *ids = NULL, *keys = NULL, *index = NULL;
+    PyObject *result = NULL, *names = NULL, *ids = NULL;
+    Distinct d = {.keys = NULL, .index = NULL};
+    Spans infos[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* value_info, input, output */
     Span model = {buf.buf, buf.len}, graph;
     if (only_field(model, 7, &graph) != 1) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if ((names = PyList_New(0)) == NULL || (ids = PyList_New(0)) == NULL || (keys = PyList_New(0)) == NULL ||
-        (index = PyDict_New()) == NULL)
+    /* One pass over the graph (its tags are spread over megabytes of weights), then the entries
+     * in the order the loader lists them: value_info (13), input (11), output (12). */
+    Cursor c = {graph.p, graph.p + graph.n};
+    uint64_t field;
+    int wt, r;
+    while ((r = read_tag(&c, &field, &wt)) > 0) {
+        int k = field == 13 ? 0 : field == 11 ? 1 : field == 12 ? 2 : -1;
+        Span vi;
+        if (k < 0) {
+            if (!skip(&c, wt)) r = -1;
+        } else if (wt != WT_LEN || !read_len(&c, &vi)) {
+            r = -1;
+        } else if (!add_span(&infos[k], vi)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (r < 0) break;
+    }
+    if (r != 0) {
+        result = Py_NewRef(Py_None);
         goto done;
-    /* GraphProto: value_info (13), then input (11), then output (12), each in file order. */
-    static const uint64_t order[3] = {13, 11, 12};
+    }
+    if ((names = PyList_New(0)) == NULL || (ids = PyList_New(0)) == NULL || (d.keys = PyList_New(0)) == NULL ||
+        (d.index = PyDict_New()) == NULL)
+        goto done;
     for (int k = 0; k < 3; k++) {
-        Cursor c = {graph.p, graph.p + graph.n};
-        uint64_t field;
-        int wt, r;
-        while ((r = read_tag(&c, &field, &wt)) > 0) {
-            Span vi, name, type;
-            if (field != order[k]) {
-                if (!skip(&c, wt)) break;
-                continue;
-            }
-            if (wt != WT_LEN || !read_len(&c, &vi) || !value_info(vi, &name, &type)) {
-                r = -1;
-                break;
+        for (Py_ssize_t i = 0; i < infos[k].n; i++) {
+            Span name, type;
+            if (!value_info(infos[k].at[i], &name, &type)) {
+                result = Py_NewRef(Py_None);
+                goto done;
             }
             PyObject *n = PyUnicode_DecodeUTF8((const char *)name.p, name.n, NULL);
             if (n == NULL) {
                 if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto done;
                 PyErr_Clear(); /* not UTF-8: the loader's Python path keeps what protobuf gives */
-                r = -1;
-                break;
+                result = Py_NewRef(Py_None);
+                goto done;
             }
             int bad = PyList_Append(names, n) < 0;
             Py_DECREF(n);
-            PyObject *key = bad ? NULL : PyBytes_FromStringAndSize((const char *)type.p, type.n);
-            if (key == NULL) goto done;
-            PyObject *at = PyDict_GetItemWithError(index, key);
-            if (at == NULL && !PyErr_Occurred()) {
-                at = PyLong_FromSsize_t(PyList_GET_SIZE(keys));
-                bad = at == NULL || PyDict_SetItem(index, key, at) < 0 || PyList_Append(keys, key) < 0;
-                Py_XDECREF(at); /* the dict holds it */
-            }
-            Py_DECREF(key);
-            if (at == NULL || bad || PyList_Append(ids, at) < 0) goto done;
-        }
-        if (r != 0) {
-            result = Py_NewRef(Py_None);
-            goto done;
+            Py_ssize_t id = bad ? -1 : type_id(&d, type);
+            PyObject *at = id < 0 ? NULL : PyLong_FromSsize_t(id);
+            bad = at == NULL || PyList_Append(ids, at) < 0;
+            Py_XDECREF(at);
+            if (bad) goto done;
         }
     }
-    result = PyTuple_Pack(3, names, ids, keys);
+    result = PyTuple_Pack(3, names, ids, d.keys);
 done:
+    for (int k = 0; k < 3; k++) PyMem_Free(infos[k].at);
     Py_XDECREF(names);
     Py_XDECREF(ids);
-    Py_XDECREF(keys);
-    Py_XDECREF(index);
+    Py_XDECREF(d.keys);
+    Py_XDECREF(d.index);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* Whether a node's bytes hold AttributeProto.type = GRAPH (5) or GRAPHS (10), as protobuf encodes
+ * them (field 20, varint: a0 01 05 / a0 01 0a); may also match inside other bytes (a tensor's), which
+ * only costs the loader a parse. */
+static int has_graph_mark(Span node) {
+    const unsigned char *p = node.p, *end = node.p + node.n;
+    while (end - p >= 3 && (p = memchr(p, 0xa0, end - p - 2)) != NULL) {
+        if (p[1] == 0x01 && (p[2] == 0x05 || p[2] == 0x0a)) return 1;
+        p++;
+    }
+    return 0;
+}
+
+static PyObject *graph_holders(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0) return NULL;
+    Span *spans = NULL, model = {buf.buf, buf.len};
+    Py_ssize_t count = 0;
+    PyObject *result = NULL;
+    if (!node_spans(model, &spans, &count)) {
+        result = Py_NewRef(Py_None);
+    } else if ((result = PyList_New(0)) != NULL) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (!has_graph_mark(spans[i])) continue;
+            PyObject *at = PyLong_FromSsize_t(i);
+            if (at == NULL || PyList_Append(result, at) < 0) {
+                Py_XDECREF(at);
+                Py_CLEAR(result);
+                break;
+            }
+            Py_DECREF(at);
+        }
+    }
+    PyMem_Free(spans);
     PyBuffer_Release(&buf);
     return result;
 }
@@ -534,6 +626,10 @@ static PyMethodDef methods[] = {
      "The main graph's value_info, input and output entries (in that order): their names, and for each "
      "the index of its serialized TypeProto among the distinct ones, which come third; None when the "
      "bytes are not plain protobuf or a name is not UTF-8."},
+    {"graph_holders", graph_holders, METH_O,
+     "graph_holders(model_bytes) -> list[int] | None\n\n"
+     "Indices of the main graph's nodes whose bytes hold a graph-typed attribute's mark (a superset "
+     "of the nodes with graph attributes), or None when the bytes are not plain protobuf."},
     {"assign", assign, METH_VARARGS,
      "assign(values, types, value_class, value_slots) -> None\n\n"
      "Set values[i].dtype, values[i].shape = types[i] (every value exactly of value_class)."},

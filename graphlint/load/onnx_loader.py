@@ -17,7 +17,7 @@ import tempfile
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import accumulate
 from operator import attrgetter, methodcaller
 from sys import intern
@@ -171,7 +171,10 @@ def decode_types(model: Any, data: bytes | None = None) -> Types:
     from_string = onnx.TypeProto.FromString
     graphs = []
     fast = _fastbuild.value_types(data) if _fastbuild is not None and data is not None else None
-    for gp in shape_infer.graph_protos(model, None if full else _serialized_graph_holders):
+    holders = None if full else _serialized_graph_holders
+    if fast is not None and not full:
+        holders = _main_first(_fastbuild.graph_holders(data))
+    for gp in shape_infer.graph_protos(model, holders):
         if fast is not None:  # the main graph, which comes first
             names, ids, distinct = fast
             fast = None
@@ -198,27 +201,40 @@ def decode_types(model: Any, data: bytes | None = None) -> Types:
 _GRAPH_TYPE_MARKS = (b"\xa0\x01\x05", b"\xa0\x01\x0a")
 
 
-def _serialized_graph_holders(nodes: Any) -> list[Any]:
+def _serialized_graph_holders(nodes: Any, hits: Iterable[int] | None = None) -> list[Any]:
     """shape_infer._graph_holders for a :func:`_types_only` graph, whose nodes stay serialized.
 
     Looking at each node would cost 1-2 µs; instead the marks of graph-typed attributes are
-    searched in all the nodes' bytes at once, and only the nodes they fall in are parsed
-    (a mark that is really tensor data, or spans two nodes, only costs a parse) and filtered
-    as the full model's nodes are."""
-    nodes = list(nodes)
-    blob = b"".join(nodes)
-    hits: set[int] = set()
-    ends: list[int] = []  # end offset of each node in blob, computed on the first hit
-    for mark in _GRAPH_TYPE_MARKS:
-        at = blob.find(mark)
-        while at >= 0:
-            ends = ends or list(accumulate(map(len, nodes)))
-            hits.add(bisect_right(ends, at))
-            at = blob.find(mark, at + 1)
+    searched in all the nodes' bytes at once (or were, in C: ``hits``), and only the nodes they
+    fall in are parsed (a mark that is really tensor data, or spans two nodes, only costs a
+    parse) and filtered as the full model's nodes are."""
+    if hits is None:
+        nodes = list(nodes)
+        blob = b"".join(nodes)
+        found_at: set[int] = set()
+        ends: list[int] = []  # end offset of each node in blob, computed on the first hit
+        for mark in _GRAPH_TYPE_MARKS:
+            at = blob.find(mark)
+            while at >= 0:
+                ends = ends or list(accumulate(map(len, nodes)))
+                found_at.add(bisect_right(ends, at))
+                at = blob.find(mark, at + 1)
+        hits = found_at
     node_class = _types_only().DESCRIPTOR.file.pool.FindMessageTypeByName("gl.Node")
     parse = message_factory.GetMessageClass(node_class).FromString
     found = (parse(nodes[i]) for i in sorted(hits))
     return [n for n in found if shape_infer.may_hold_graphs(n.op_type, n.domain)]
+
+
+def _main_first(main_hits: list[int] | None) -> Callable[[Any], list[Any]]:
+    """_serialized_graph_holders, given the main graph's ``hits`` (found in C), for graph_protos(),
+    which asks for the main graph's holders first."""
+    pending = [main_hits]
+
+    def holders(nodes: Any) -> list[Any]:
+        return _serialized_graph_holders(nodes, pending.pop() if pending else None)
+
+    return holders
 
 
 @functools.cache
