@@ -167,7 +167,7 @@ def decode_types(model: Any, data: bytes | None = None) -> Types:
     full = isinstance(model, onnx.ModelProto)
     table: list[tuple] = []
     index: dict[bytes, int] = {}
-    get_name, get_type, serialize = attrgetter("name"), attrgetter("type"), methodcaller("SerializeToString")
+    get_type, serialize = attrgetter("type"), methodcaller("SerializeToString")
     from_string = onnx.TypeProto.FromString
     graphs = []
     fast = _fastbuild.value_types(data) if _fastbuild is not None and data is not None else None
@@ -180,7 +180,7 @@ def decode_types(model: Any, data: bytes | None = None) -> Types:
             fast = None
         else:
             infos = (*gp.value_info, *gp.input, *gp.output)
-            names = list(map(get_name, infos))
+            names = list(map(_NAME, infos))
             # The serialized TypeProto keys the table: one C call per value, each distinct type
             # decoded once (a few dozen in a 100k-node model; decoding dims field by field is 5x dearer).
             keys = list(map(serialize, map(get_type, infos)) if full else map(get_type, infos))
@@ -537,11 +537,11 @@ class _Converter:
         # them costs 2 µs a node).
         for i in picked:
             node, np_ = graph.nodes[i], gp.node[i]
-            if node.domain != ONNX_DOMAIN or node.op_type in shape_infer.GRAPH_OPS:
+            if shape_infer.may_hold_graphs(node.op_type, node.domain):
                 self._subgraphs(node, np_, opsets, queue)
             elif node.op_type == "Constant" and node.outputs:
                 node.outputs[0].const = _constant_tensor(np_, self, graph.path)
-        names = list(map(attrgetter("name"), graph.nodes))
+        names = list(map(_NAME, graph.nodes))
         # A string that is not UTF-8 comes out of protobuf as bytes, on which str.join fails at C
         # speed (TypeError, see _convert); op types and domains were interned, which fails alike.
         "".join(names), "".join(graph.values), "".join((graph.name, graph.path))
