@@ -114,31 +114,37 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     model = load_model(path, defer_types=True)
-    if model.pending:
-        # ONNX shape inference still runs in the loader's child: do the analyses' type-free
-        # parts now instead of waiting for it (load -> analyse order is kept: they only read
-        # what the loader has already built).
-        needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
-        for name, t in run_early(model, sorted(needed)).items():
-            model.timings[f"{name} (while inference runs)"] = t
-        model.ready()
-    timings["load"] = time.perf_counter() - t0
-    timings.update((f"load:{k}", v) for k, v in model.timings.items())
-    model.stats.setdefault("nodes", model.node_count)
-    results = []
     try:
-        for target in targets:
-            if model.dialect not in target.dialects:
-                raise InputError(path, f"target {target.name} cannot take {model.format} models "
-                                       f"(use --target {DEFAULT_TARGET[model.format]})")
-            options = dict(opts.rule_options, severity_overrides=opts.severity_overrides)
-            if opts.per_model is not None:
-                target, extra = opts.per_model(path, target)
-                options.update(extra)
-            results.append(run_rules(model, target, rules, options, dict(timings)))
+        if any(model.dialect not in target.dialects for target in targets):
+            target = next(t for t in targets if model.dialect not in t.dialects)
+            raise InputError(path, f"target {target.name} cannot take {model.format} models "
+                                   f"(use --target {DEFAULT_TARGET[model.format]})")
+        configured = [_configure(path, target, opts) for target in targets]
+        if model.pending:
+            # ONNX shape inference still runs in the loader's child: do the analyses' type-free
+            # parts now instead of waiting for it (load -> analyse order is kept: they only read
+            # what the loader has already built).
+            needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
+            for name, t in run_early(model, sorted(needed), [t for t, _ in configured]).items():
+                model.timings[f"{name} (while inference runs)"] = t
+            model.ready()
+        timings["load"] = time.perf_counter() - t0
+        timings.update((f"load:{k}", v) for k, v in model.timings.items())
+        model.stats.setdefault("nodes", model.node_count)
+        return [run_rules(model, target, rules, options, dict(timings)) for target, options in configured]
     finally:
+        if model.pending:  # raised before ready(): inference and checker children must not run on
+            forked.cancel_all()
         model.drop_background()  # e.g. onnx.checker's child when GL0001 was not selected
-    return results
+
+
+def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, dict[str, Any]]:
+    """The target as the configuration sets it for this model, and the rule options."""
+    options = dict(opts.rule_options, severity_overrides=opts.severity_overrides)
+    if opts.per_model is not None:
+        target, extra = opts.per_model(path, target)
+        options.update(extra)
+    return target, options
 
 
 def lint_paths(paths: list[str], opts: LintOptions) -> Run:
