@@ -13,7 +13,7 @@ from typing import Any
 
 from graphlint import forked, registry
 from graphlint.analysis import run_early
-from graphlint.engine import LintResult, analyses_needed, run_rules
+from graphlint.engine import LintResult, RuleRun, analyses_needed
 from graphlint.errors import GraphlintError, InputError
 from graphlint.load import load_model
 from graphlint.report import LoadFailure, Run
@@ -119,19 +119,24 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
             target = next(t for t in targets if model.dialect not in t.dialects)
             raise InputError(path, f"target {target.name} cannot take {model.format} models "
                                    f"(use --target {DEFAULT_TARGET[model.format]})")
-        configured = [_configure(path, target, opts) for target in targets]
+        runs = [RuleRun(model, target, rules, options)
+                for target, options in (_configure(path, target, opts) for target in targets)]
+        early_rules = 0.0
         if model.pending:
-            # ONNX shape inference still runs in the loader's child: do the analyses' type-free
-            # parts now instead of waiting for it (load -> analyse order is kept: they only read
-            # what the loader has already built).
+            # ONNX shape inference still runs in the loader's child: run what needs no inferred
+            # types now instead of waiting for it (the type-free rules, and the analyses'
+            # type-free parts; they only read what the loader has already built).
+            for run in runs:
+                early_rules += run.run(type_free_only=True)
             needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
-            for name, t in run_early(model, sorted(needed), [t for t, _ in configured]).items():
+            for name, t in run_early(model, sorted(needed), [run.target for run in runs]).items():
                 model.timings[f"{name} (while inference runs)"] = t
             model.ready()
-        timings["load"] = time.perf_counter() - t0
+        # The early rules' time is theirs (rules:<family>), not the load's.
+        timings["load"] = time.perf_counter() - t0 - early_rules
         timings.update((f"load:{k}", v) for k, v in model.timings.items())
         model.stats.setdefault("nodes", model.node_count)
-        return [run_rules(model, target, rules, options, dict(timings)) for target, options in configured]
+        return [run.result(dict(timings)) for run in runs]
     finally:
         if model.pending:  # raised before ready(): inference and checker children must not run on
             forked.cancel_all()

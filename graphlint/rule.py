@@ -138,6 +138,10 @@ class Rule:
     # Results the loader may still compute in the background (Model.background keys, e.g.
     # "onnx_checker"): the engine runs these rules after the others, so the wait overlaps them.
     waits_for: ClassVar[frozenset[str]] = frozenset()
+    # False: the rule reads no value types or shapes (Value.dtype, .shape, .rank, the shapes or
+    # support analyses; model.issues, which inference extends), so the engine may run it while
+    # the loader's shape inference still runs (graphlint.engine.type_free). Packs leave it True.
+    reads_types: ClassVar[bool] = True
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
     pack: ClassVar[str] = "builtin"  # set by the registry from the entry point

@@ -51,7 +51,8 @@ def test_early_phase_runs_and_changes_nothing(tmp_path, monkeypatch, request):
     forked, times = _lint(path)
     assert forked == serial and serial
     early = {k for k in times if "(while inference runs)" in k}
-    assert {"load:early:shapes (while inference runs)", "load:early:nodes_by_type (while inference runs)"} <= early
+    # (the op-type index is made earlier still, by the type-free rules' dispatch)
+    assert {"load:early:shapes (while inference runs)", "load:early:support (while inference runs)"} <= early
     assert not any("(while inference runs)" in k for k in serial_times)
 
 
@@ -195,3 +196,75 @@ def test_early_shape_pass_hands_over_once_inference_is_done(tmp_path, monkeypatc
     assert model.precomputed["early:shapes"].early.stopped_at == 0
     model.ready()
     assert [(f.rule_id, f.message) for f in run_rules(model, resolve("trt"), rules).findings] == expected
+
+
+def _type_free_zoo(opset: int) -> onnx.ModelProto:
+    """Nodes for the rules that read no types (Rule.reads_types = False)."""
+    h = helper
+    f = TensorProto.FLOAT
+    vi = h.make_tensor_value_info
+    c = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in
+         (("three", 3.0), ("cubic", 0.044715), ("k", 0.7978845608))]
+    if opset >= 18:
+        nodes = [
+            h.make_node("ReduceMean", ["x"], ["rm"], axes=[1]),  # GL2004: a stale attribute
+            h.make_node("Shape", ["x"], ["shp"]),
+            h.make_node("Gather", ["shp", "zero"], ["ax"], axis=0),
+            h.make_node("Unsqueeze", ["x", "ax1"], ["unsq"]),  # GL2004 on trt: axes computed at run time
+            h.make_node("Unsqueeze", ["ax", "zero1"], ["ax1"]),
+            h.make_node("NonZero", ["x"], ["nz"]),  # GL3004
+            h.make_node("Pow", ["x", "three"], ["x3"]),  # GL2008: tanh-approximate GELU
+            h.make_node("Mul", ["x3", "cubic"], ["cx3"]),
+            h.make_node("Add", ["x", "cx3"], ["inner"]),
+            h.make_node("Mul", ["inner", "k"], ["scaled"]),
+            h.make_node("Tanh", ["scaled"], ["tanh"]),
+        ]
+        outs = ["rm", "unsq", "nz", "tanh"]
+        c += [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+              numpy_helper.from_array(np.array([0], np.int64), "zero1")]
+        inputs = [vi("x", f, [2, 4])]
+    else:
+        nodes = [
+            h.make_node("GridSample", ["img", "grid"], ["gs"], mode="linear"),  # GL2006: opset-20 spelling
+            h.make_node("LayerNormalization", ["x", "scale"], ["ln"]),  # GL2002: before opset 17
+        ]
+        outs = ["gs", "ln"]
+        c += [numpy_helper.from_array(np.ones(4, np.float32), "scale")]
+        inputs = [vi("x", f, [2, 4]), vi("img", f, [1, 1, 4, 4]), vi("grid", f, [1, 2, 2, 2])]
+    graph = h.make_graph(nodes, "g", inputs, [vi(o, TensorProto.UNDEFINED, None) for o in outs], initializer=c)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], ir_version=10)
+
+
+@pytest.mark.parametrize("opset", [16, 25])
+def test_type_free_rules_run_while_inference_runs_and_find_the_same(tmp_path, monkeypatch, request, opset):
+    """Rules that declare they read no types run before the types arrive; their findings (and
+    everything else) equal a run in one process, where every rule runs on the typed model."""
+    if rerun_unthreaded(request):
+        return
+    from graphlint import engine
+
+    path = str(tmp_path / "m.onnx")
+    onnx.save(_type_free_zoo(opset), path)
+    monkeypatch.setenv("GRAPHLINT_JOBS", "1")
+    serial, _ = _lint(path)
+    monkeypatch.delenv("GRAPHLINT_JOBS")
+    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
+    _inference_outlasts_early_parts(monkeypatch)
+    early: list[str] = []
+    run = engine.RuleRun.run
+
+    def spy(self, *, type_free_only=False):
+        if type_free_only:
+            assert self.model.pending
+            early.extend(r.id for r in self.todo if engine.type_free(r))
+        return run(self, type_free_only=type_free_only)
+
+    monkeypatch.setattr(engine.RuleRun, "run", spy)
+    forked, _ = _lint(path)
+    assert forked == serial
+    fired = {rule for rule, _, _ in serial}
+    expected = {"GL2002", "GL2006"} if opset == 16 else {"GL0002", "GL2004", "GL2008", "GL3004"}
+    assert expected <= fired, fired
+    assert expected <= set(early)
+    declared = {r.id for r in load_rules() if not r.reads_types}
+    assert set(early) <= declared and declared <= {"GL0002", "GL2002", "GL2004", "GL2006", "GL2008", "GL3004"}
