@@ -115,10 +115,10 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
     t0 = time.perf_counter()
     model = load_model(path, defer_types=True)
     try:
-        if any(model.dialect not in target.dialects for target in targets):
-            target = next(t for t in targets if model.dialect not in t.dialects)
-            raise InputError(path, f"target {target.name} cannot take {model.format} models "
-                                   f"(use --target {DEFAULT_TARGET[model.format]})")
+        for target in targets:
+            if model.dialect not in target.dialects:
+                raise InputError(path, f"target {target.name} cannot take {model.format} models "
+                                       f"(use --target {DEFAULT_TARGET[model.format]})")
         runs = [RuleRun(model, target, rules, options)
                 for target, options in (_configure(path, target, opts) for target in targets)]
         early_rules = 0.0
@@ -129,7 +129,7 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
             for run in runs:
                 early_rules += run.run(type_free_only=True)
             needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
-            for name, t in run_early(model, sorted(needed), [run.target for run in runs]).items():
+            for name, t in run_early(model, sorted(needed)).items():
                 model.timings[f"{name} (while inference runs)"] = t
             model.ready()
         # The early rules' time is theirs (rules:<family>), not the load's.

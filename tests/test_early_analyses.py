@@ -52,7 +52,8 @@ def test_early_phase_runs_and_changes_nothing(tmp_path, monkeypatch, request):
     assert forked == serial and serial
     early = {k for k in times if "(while inference runs)" in k}
     # (the op-type index is made earlier still, by the type-free rules' dispatch)
-    assert {"load:early:shapes (while inference runs)", "load:early:support (while inference runs)"} <= early
+    assert {"load:early:shapes (while inference runs)", "load:early:components (while inference runs)"} <= early
+    assert "load:early:nodes_by_type (while inference runs)" not in early
     assert not any("(while inference runs)" in k for k in serial_times)
 
 
@@ -85,87 +86,9 @@ def test_needed_analyses_include_the_dispatch_index():
     assert model_level and "nodes_by_type" not in analyses_needed(model_level)
 
 
-def _support_zoo() -> onnx.ModelProto:
-    """One node for each way the TensorRT evaluator decides: element types refused (found by the
-    type probe), type-free and type-reading constraints, Casts, contrib ops, a domain trap, an op
-    the parser lacks, and If branches."""
-    h = helper
-    f, i8, i32 = TensorProto.FLOAT, TensorProto.INT8, TensorProto.INT32
-    then_g = h.make_graph([h.make_node("Identity", ["x"], ["t"])], "then", [], [h.make_tensor_value_info("t", f, None)])
-    else_g = h.make_graph([h.make_node("Relu", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", f, None)])
-    nodes = [
-        h.make_node("Add", ["a8", "a8"], ["add8"]),  # int8: refused
-        h.make_node("MatMul", ["m32", "m32"], ["mm32"]),  # int32: refused
-        h.make_node("Relu", ["x"], ["relu"]),  # fine
-        h.make_node("ReduceMean", ["x", "axes"], ["rm"]),  # axes computed at run time
-        h.make_node("LayerNormalization", ["x", "scale", "bias"], ["ln", "ln_mean"], axis=-1),  # output 1 used
-        h.make_node("Identity", ["ln_mean"], ["ln_mean_out"]),
-        h.make_node("MaxPool", ["img"], ["pool"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1]),
-        h.make_node("Cast", ["x"], ["x64"], to=TensorProto.DOUBLE),
-        h.make_node("FastGelu", ["x"], ["fmm"], domain="com.microsoft"),
-        h.make_node("Gelu", ["x"], ["gelu"], domain="com.microsoft"),
-        h.make_node("Unique", ["x"], ["uniq"]),
-        h.make_node("TopK", ["x", "k"], ["topv", "topi"]),
-        h.make_node("Greater", ["x", "x"], ["cond1"]),
-        h.make_node("ReduceMin", ["cond1f"], ["cond"], keepdims=0),
-        h.make_node("Cast", ["cond1"], ["cond1f"], to=TensorProto.FLOAT),
-        h.make_node("Cast", ["cond"], ["condb"], to=TensorProto.BOOL),
-        h.make_node("If", ["condb"], ["branch"], then_branch=then_g, else_branch=else_g),
-        h.make_node("Relu", ["seq"], ["seq_relu"]),  # (typed by inference only)
-        h.make_node("MaxPool", ["seq_relu"], ["pool1d"], kernel_shape=[2]),  # 1 spatial dim: a rank the parser refuses
-        h.make_node("Neg", ["a8"], ["neg8"]),  # int8 again, after ops of accepted types
-    ]
-    vi = h.make_tensor_value_info
-    inputs = [vi("x", f, [2, 4]), vi("a8", i8, [2, 4]), vi("m32", i32, [4, 4]), vi("axes", TensorProto.INT64, [1]),
-              vi("img", f, [1, 3, 8, 8]), vi("seq", f, [1, 3, 8])]
-    outs = ["add8", "mm32", "relu", "rm", "ln", "ln_mean_out", "pool", "x64", "fmm", "gelu", "uniq", "topv", "branch", "pool1d", "neg8"]
-    inits = [numpy_helper.from_array(np.ones(4, np.float32), "scale"), numpy_helper.from_array(np.zeros(4, np.float32), "bias"),
-             numpy_helper.from_array(np.ones((4, 4), np.float32), "w"), numpy_helper.from_array(np.array([1 << 40]), "k")]
-    graph = h.make_graph(nodes, "zoo", inputs, [vi(o, TensorProto.UNDEFINED, None) for o in outs], initializer=inits)
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)], ir_version=10)
-
-
-def _issues(model, sup) -> list:
-    return [(n.graph.path, n.index, [(i.category, i.severity, i.reason, i.constraint, i.source, i.rewrite, i.extra)
-                                     for i in issues]) for n, issues in sup.issues.items()]
-
-
-@pytest.mark.parametrize("which", ["zoo", "bench"])
-def test_trt_support_split_at_the_types_finds_what_the_per_node_evaluator_finds(tmp_path, monkeypatch, request, which):
-    """The support analysis' early part (per target) decides what needs no types while inference
-    runs; with the rest done after, the issues, their order and the count equal the one-pass evaluation."""
-    if rerun_unthreaded(request):
-        return
-    from graphlint.analysis import early_result, run_early
-    from graphlint.analysis import support as support_mod
-    from graphlint.load import load_model
-    from graphlint.target import resolve
-
-    path = str(tmp_path / "m.onnx")
-    if which == "zoo":
-        onnx.save(_support_zoo(), path)
-    else:
-        make_models.build(path, nodes=400, hidden=8, n_if=2)
-    target = resolve("trt@10.15")
-    whole = support_mod.support(load_model(path), target)
-    monkeypatch.setattr(shape_infer, "FORK_MIN_BYTES", 0)
-    _inference_outlasts_early_parts(monkeypatch)
-    model = load_model(path, defer_types=True)
-    assert model.pending
-    other = resolve("trt@10.15")  # equal, but not the object the early part ran for
-    run_early(model, ["nodes_by_type", "support"], [target])
-    assert early_result(model, "support", other) is None
-    model.ready()
-    split = support_mod.support(model, target)
-    assert early_result(model, "support", target) is None  # taken by the analysis, once
-    assert _issues(model, split) == _issues(model, whole) and split.evaluated == whole.evaluated
-    if which == "zoo":
-        cats = {i.category for issues in whole.issues.values() for i in issues}
-        assert cats == {support_mod.DTYPE, support_mod.CONSTRAINT, support_mod.FUSED, support_mod.TRAP,
-                        support_mod.UNSUPPORTED}
-        kinds = {i.constraint for issues in whole.issues.values() for i in issues}
-        assert {"dtype:int8", "dtype:int32", "input:#1", "input:'K'", "output:'Mean'", "rank:spatial"} <= kinds, kinds
-        assert sum(i.constraint == "dtype:int8" for issues in whole.issues.values() for i in issues) == 2
+def test_early_part_must_be_target_independent():
+    with pytest.raises(ValueError, match="per_target=False"):
+        registry.analysis("x-test", per_target=True, early=lambda m: None)
 
 
 def test_early_shape_pass_hands_over_once_inference_is_done(tmp_path, monkeypatch, request):

@@ -8,12 +8,11 @@ this package register themselves on import; a rule pack may register its own.
 An analysis that does not depend on the target says so (``per_target=False``): it is then
 computed once per model and shared by every ``--target`` of the run, instead of once per target.
 
-An analysis may also register an ``early`` part: work that needs no inferred value types,
-``(model) -> Any`` for a per-model analysis and ``(model, target) -> Any`` for a per-target one.
-While ONNX shape inference still runs in the loader's child process, the linter computes the
-early parts (:func:`run_early`) instead of idling; the result waits in ``model.precomputed`` for
-the analysis proper (:func:`early_result`), which completes it with the inferred types. Without
-a pending child the early part never runs.
+Such an analysis may also register an ``early`` part, ``(model) -> Any``: work that needs no
+inferred value types. While ONNX shape inference still runs in the loader's child process, the
+linter computes the early parts (:func:`run_early`) instead of idling; the result waits in
+``model.precomputed["early:<name>"]`` for the analysis proper, which reconciles it with the
+inferred types. Without a pending child the early part never runs.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from graphlint.target import Target
 
 AnalysisFn = Callable[["Model", "Target"], Any]
-EarlyFn = Callable[..., Any]  # (model) per model, (model, target) per target
+EarlyFn = Callable[["Model"], Any]
 _REGISTRY: dict[str, AnalysisFn] = {}
 _EARLY: dict[str, EarlyFn] = {}
 _PER_MODEL: set[str] = set()  # analyses that ignore the target: one result per model
@@ -39,6 +38,9 @@ _loaded = False
 
 def analysis(name: str, *, per_target: bool = True, early: EarlyFn | None = None,
              ) -> Callable[[AnalysisFn], AnalysisFn]:
+    if early is not None and per_target:
+        raise ValueError(f"analysis {name!r}: an early part needs per_target=False (it runs before any target)")
+
     def register(fn: AnalysisFn) -> AnalysisFn:
         _REGISTRY[name] = fn
         if early is not None:
@@ -94,44 +96,21 @@ def early_key(name: str) -> str:
     return f"early:{name}"
 
 
-def early_result(model: Model, name: str, target: Target | None = None) -> Any:
-    """The early part's result of a per-target analysis for this very target object (the linter
-    passes the same objects to run_early and to the rules), taken once; None if it did not run."""
-    pending = model.precomputed.get(early_key(name))
-    if not pending:
-        return None
-    for i, (for_target, result) in enumerate(pending):
-        if for_target is target:
-            del pending[i]
-            return result
-    return None
+def run_early(model: Model, names: Iterable[str]) -> dict[str, float]:
+    """Compute the early parts of the named analyses (those that have one); returns their times.
 
-
-def run_early(model: Model, names: Iterable[str], targets: Iterable[Target] = ()) -> dict[str, float]:
-    """Compute the early parts of the named analyses (those that have one), per-target ones for
-    each of ``targets``, in the order named; returns their times.
-
-    None starts once inference has finished: an early part costs a little more than the work
-    it saves the analysis proper (it reads the graph once more), a price worth paying only
-    while that core would otherwise wait."""
+    None starts once inference has finished: the analysis proper then does the whole work,
+    which costs no more than both parts (the early part reads the graph once more)."""
     _load_builtin()
-    targets = list(targets)
     timings: dict[str, float] = {}
     for name in names:
         fn = _EARLY.get(name)
-        if fn is None or model.types_arrived():
-            continue
-        per_model = name in _PER_MODEL
-        if per_model and early_key(name) in model.precomputed:
+        done = early_key(name) in model.precomputed or name in model.precomputed.get("analyses", ())
+        if fn is None or done or model.types_arrived():
             continue
         t0 = time.perf_counter()
         # On a crash the analysis proper computes everything itself (and its crash is a finding).
         with contextlib.suppress(Exception):
-            if per_model:
-                model.precomputed[early_key(name)] = fn(model)
-            else:
-                done = model.precomputed.setdefault(early_key(name), [])
-                for target in targets:
-                    done.append((target, fn(model, target)))
+            model.precomputed[early_key(name)] = fn(model)
         timings[f"early:{name}"] = time.perf_counter() - t0
     return timings

@@ -25,22 +25,13 @@ def _index(model: Model) -> dict[str, list[Node]]:
     return dict(index)
 
 
-def op_index(model: Model) -> dict[str, list[Node]]:
-    """op_type -> nodes (all graphs, subgraphs and functions), in walk order; made once per model.
-
-    Node types need no inferred value types: the index is usually built while the loader's
-    shape inference still runs (the analysis' early part), and merging the types adds no nodes.
-    """
-    index = model.precomputed.get(early_key("nodes_by_type"))
-    if index is None:
-        index = model.precomputed[early_key("nodes_by_type")] = _index(model)
-    return index
-
-
 @analysis("nodes_by_type", per_target=False, early=_index)
 def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
     """op_type -> nodes (all graphs, subgraphs and functions), in walk order."""
-    return op_index(model)
+    # Node types need no inferred value types: the index may have been built while the loader's
+    # shape inference still ran (the early part), and merging the types adds no nodes.
+    early = model.precomputed.get(early_key("nodes_by_type"))
+    return early if early is not None else _index(model)
 
 
 @analysis("all_nodes", per_target=False)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 from graphlint import dtypes
-from graphlint.analysis import analysis, early_result
-from graphlint.analysis.graph_index import node_list, op_index
+from graphlint.analysis import analysis
+from graphlint.analysis.graph_index import node_list
 from graphlint.ir import ONNX, ONNX_DOMAIN, Model, Node, Value
 from graphlint.rule import Rewrite, Severity, quote_node
 from graphlint.target import Target
@@ -157,20 +157,6 @@ def _fmt(values: list[Any]) -> str:
 
 # --------------------------------------------------------------------------------------------
 # structured constraints (shared by all tables; TRT's come from its matrix, ORT/OV's are manual)
-
-
-# Constraint kinds that read no value types or shapes (attributes, constants, wiring): the
-# TensorRT evaluator checks them while shape inference still runs (see support_early).
-_TYPE_FREE_KINDS = frozenset({
-    "attr_in", "attr_absent", "attr_ignored", "attr_ones", "pads_symmetric", "const_input",
-    "const_input_or_noop", "zero_input", "input_value_below", "input_absent", "output_unused",
-    "bidirectional_same_activations",
-})
-
-
-def type_free(constraints: list[dict[str, Any]]) -> bool:
-    """Whether checking these constraints needs no inferred type or shape."""
-    return all(c["kind"] in _TYPE_FREE_KINDS and "allow_len" not in c for c in constraints)
 
 
 def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str) -> list[Issue]:
@@ -417,87 +403,8 @@ def _trt_screen(nodes: list[Node], table: dict[str, Any], memo: dict) -> list[No
     return out
 
 
-@dataclass
-class _TrtEarly:
-    """What the TensorRT evaluator found before types arrived, and what it left for them."""
-
-    issues: dict[Node, list[Issue]]  # final unless the node is in ``full``
-    full: list[Node]  # evaluated again, whole, once types are in: their checks read types
-    # (op type, its nodes whose element type is probed, their first inputs if all are named)
-    probes: list[tuple[str, list[Node], list[Value] | None]]
-
-
-def _trt_early(groups: dict[str, list[Node]], target: Target, table: dict[str, Any], memo: dict) -> _TrtEarly:
-    """:func:`_trt` split at the types: what it decides from ops, domains, attributes and
-    constants is decided here; the element-type probe and type- or shape-reading constraints
-    wait (:func:`_trt_late`). Together they find exactly what :func:`_trt` finds."""
-    issues: dict[Node, list[Issue]] = {}
-    full: list[Node] = []
-    probes: list[tuple[str, list[Node]]] = []
-    for op, nodes in groups.items():
-        row, constraints, bad = _trt_op_facts(table, op, memo)
-        if row is None or not row["supported"]:
-            for node in nodes:
-                issues[node] = _trt_rejected(node, target, table, row)
-            continue
-        standard = nodes if all(map(ONNX_DOMAIN.__eq__, map(_DOMAIN, nodes))) else None
-        if standard is None:  # contrib ops named like standard ones (domain traps)
-            standard = []
-            for node in nodes:
-                if node.domain == ONNX_DOMAIN:
-                    standard.append(node)
-                else:
-                    issues[node] = _trt_rejected(node, target, table, row)
-        if op in _CASTS or (constraints and not type_free(constraints)):
-            full.extend(standard)
-            continue
-        if constraints:
-            src = _src(table, row["row"])
-            for node in standard:
-                found = check_constraints(node, constraints, src)
-                if found:
-                    issues[node] = found
-        if bad and standard:
-            probes.append((op, standard, _named_firsts(standard)))
-    return _TrtEarly(issues, full, probes)
-
-
-def _trt_late(early: _TrtEarly, target: Target, table: dict[str, Any], memo: dict) -> dict[Node, list[Issue]]:
-    """The rest of :func:`_trt_early`'s work, with types: unordered issues per node."""
-    issues = early.issues
-    for node in early.full:
-        found = _trt(node, target, table, None, memo)
-        if found:
-            issues[node] = found
-        else:
-            issues.pop(node, None)
-    for op, nodes, firsts in early.probes:
-        row, _, bad = _trt_op_facts(table, op, memo)
-        if firsts is not None and bad.isdisjoint(map(_DTYPE, firsts)):
-            continue  # the usual case, at C speed: no node's first input has a refused type
-        for node in nodes:
-            found = _trt_types(node, target, table, row, bad)
-            if found:
-                issues.setdefault(node, []).extend(found)
-    return issues
-
-
-def _named_firsts(nodes: list[Node]) -> list[Value] | None:
-    """Every node's first input, if each has a named one (else None: probe node by node)."""
-    try:
-        firsts = list(map(_FIRST, map(_INPUTS, nodes)))
-        return firsts if all(map(_NAME, firsts)) else None
-    except (IndexError, AttributeError):  # a node without inputs, or its first one omitted
-        return None
-
-
 _UNSEEN: Any = object()
 _DIALECT = attrgetter("dialect")
-_DOMAIN = attrgetter("domain")
-_INPUTS = attrgetter("inputs")
-_NAME = attrgetter("name")
-_DTYPE = attrgetter("dtype")
-_FIRST = itemgetter(0)
 
 
 def _trt_op_facts(table: dict[str, Any], op_type: str,
@@ -858,51 +765,22 @@ EVALUATORS = {"trt-matrix": _trt, "ort-kernels": _ort, "ov-onnx-frontend": _ov}
 SCREENS = {"trt-matrix": _trt_screen}
 
 
-def _support_nodes(model: Model) -> tuple[list[Node], Any]:
-    """The nodes a support table judges, and a predicate that picked them (None: every node).
-    A model-local function call is not evaluated: engines inline the body, whose nodes are."""
-    nodes = node_list(model)
-    functions = model.functions
-    if not functions and all(map(ONNX.__eq__, map(_DIALECT, nodes))):  # (at C speed: the usual case)
-        return nodes, None
-
-    def keep(node: Node) -> bool:
-        return node.dialect == ONNX and not (functions and (node.domain, node.op_type) in functions)
-
-    return list(filter(keep, nodes)), keep
-
-
-def support_early(model: Model, target: Target) -> Any:
-    """The part of the TensorRT evaluation that needs no types, while inference runs."""
-    table = target.data("support")
-    if not table or model.dialect != ONNX or table["kind"] != "trt-matrix":
-        return None
-    nodes, keep = _support_nodes(model)
-    groups = op_index(model)
-    if keep is not None:
-        groups = {op: kept for op, group in groups.items() if (kept := list(filter(keep, group)))}
-    memo: dict[Any, Any] = {}
-    return _trt_early(groups, target, table, memo), memo, len(nodes)
-
-
-@analysis("support", early=support_early)
+@analysis("support")
 def support(model: Model, target: Target) -> Support:
     table = target.data("support")
     rel = target.profile.get("data", {}).get("support", "")
     issues: dict[Node, list[Issue]] = {}
     if not table or model.dialect != ONNX:
         return Support(issues, 0, rel, model)  # OpenVINO IR: native ops, nothing to translate
-    early = early_result(model, "support", target)
-    if early is not None:
-        part, memo, count = early
-        found = _trt_late(part, target, table, memo)
-        if len(found) > 1:  # in walk order, as the per-node loop below finds them
-            found = {node: found[node] for node in filter(found.__contains__, node_list(model))}
-        return Support(found, count, rel, model)
     kind = table["kind"]
     fn = EVALUATORS[kind]
-    memo = {}  # op-level facts the evaluator derives once per run, not once per node
-    nodes, _ = _support_nodes(model)
+    functions = model.functions
+    memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
+    # A model-local function call is not evaluated: engines inline the body, whose nodes are.
+    nodes = node_list(model)
+    if functions or not all(map(ONNX.__eq__, map(_DIALECT, nodes))):  # (at C speed: the usual case)
+        nodes = [node for node in nodes if node.dialect == ONNX
+                 and not (functions and (node.domain, node.op_type) in functions)]
     screen = SCREENS.get(kind)
     for node in nodes if screen is None else screen(nodes, table, memo):
         found = fn(node, target, table, model, memo)
