@@ -209,7 +209,8 @@ def _print_stats(run, t_report: float = 0.0) -> None:
     """Time per phase on stderr: load (and its steps), each analysis, each rule family, report.
 
     A rule's time includes the analyses it was first to ask for; those are also listed on
-    their own, so a rule pack author sees both what their rule costs and what it shares.
+    their own, so a rule pack author sees both what their rule costs and what it shares. Rules
+    that read no types run while shape inference does: their time is in load's too.
     """
     def line(label: str, t: float) -> None:
         click.echo(f"  {label:<52} {t * 1000:10.1f} ms", err=True)

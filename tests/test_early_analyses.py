@@ -183,8 +183,9 @@ def test_type_free_rules_run_while_inference_runs_and_find_the_same(tmp_path, mo
         return run(self, type_free_only=type_free_only)
 
     monkeypatch.setattr(engine.RuleRun, "run", spy)
-    forked, _ = _lint(path)
+    forked, times = _lint(path)
     assert forked == serial
+    assert "load:rules that read no types (while inference runs)" in times  # --stats shows it
     fired = {rule for rule, _, _ in serial}
     expected = {"GL2002", "GL2006"} if opset == 16 else {"GL0002", "GL2004", "GL2008", "GL3004"}
     assert expected <= fired, fired
