@@ -140,7 +140,7 @@ class Rule:
     waits_for: ClassVar[frozenset[str]] = frozenset()
     # False: the rule reads no value types or shapes (Value.dtype, .shape, .rank, the shapes or
     # support analyses; model.issues, which inference extends), so the engine may run it while
-    # the loader's shape inference still runs (graphlint.engine.type_free). Packs leave it True.
+    # the loader's shape inference still runs (graphlint.engine.type_free). When unsure, True.
     reads_types: ClassVar[bool] = True
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
