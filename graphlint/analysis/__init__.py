@@ -80,7 +80,7 @@ class Analyses:
         fn = _REGISTRY.get(name)
         if fn is None:
             raise KeyError(f"no analysis named {name!r} (known: {', '.join(sorted(_REGISTRY))})")
-        shared = self.model.precomputed.setdefault("analyses", {}) if name in _PER_MODEL else None
+        shared = self.model.precomputed.setdefault(_SHARED, {}) if name in _PER_MODEL else None
         if shared is not None and name in shared:  # computed for an earlier target of this run
             result = self._cache[name] = shared[name]
             return result
@@ -96,6 +96,14 @@ def early_key(name: str) -> str:
     return f"early:{name}"
 
 
+_SHARED = "analyses"  # model.precomputed key: results of per-model analyses, shared by targets
+
+
+def computed(model: Model, name: str) -> Any:
+    """A per-model analysis' result if some target of the run has computed it, else None."""
+    return model.precomputed.get(_SHARED, {}).get(name)
+
+
 def run_early(model: Model, names: Iterable[str]) -> dict[str, float]:
     """Compute the early parts of the named analyses (those that have one); returns their times.
 
@@ -105,7 +113,7 @@ def run_early(model: Model, names: Iterable[str]) -> dict[str, float]:
     timings: dict[str, float] = {}
     for name in names:
         fn = _EARLY.get(name)
-        done = early_key(name) in model.precomputed or name in model.precomputed.get("analyses", ())
+        done = early_key(name) in model.precomputed or computed(model, name) is not None
         if fn is None or done or model.types_arrived():
             continue
         t0 = time.perf_counter()

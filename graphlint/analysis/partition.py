@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graphlint.analysis import analysis, early_key
+from graphlint.analysis import analysis, computed, early_key
 from graphlint.ir import Graph, Model, Node, Value
 from graphlint.target import Target
 
@@ -87,7 +87,7 @@ def compute(model: Model, sup: Support) -> Partition:
                 rejected.add(n.index)
 
     if not rejected:  # the target takes every node: the islands are the graph's components
-        shared = model.precomputed.get("analyses", {}).get("components")  # when GL1010 asked for them
+        shared = computed(model, "components")  # when GL1010 asked for them
         groups = shared if shared is not None else _all_components(model)
         return Partition([Island(True, members) for members in groups], len(nodes), len(nodes))
     ok = [True] * len(nodes)
