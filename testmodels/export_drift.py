@@ -28,6 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from graphlint.fix.verify import OPENVINO_F32
 from testmodels.common import cached, torch_export
 
 # name -> (module factory key, legacy opsets, dynamo opsets)
@@ -204,7 +205,7 @@ def run_openvino(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.nda
         path = save(model, d, "m.onnx")
         try:
             core = _ov_core()
-            compiled = core.compile_model(core.read_model(path), "CPU")
+            compiled = core.compile_model(core.read_model(path), "CPU", OPENVINO_F32)
             return compiled([feeds[i.get_any_name()] for i in compiled.inputs])[0]
         except Exception as e:
             raise EngineError(f"openvino: {e}") from None

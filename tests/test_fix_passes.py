@@ -10,6 +10,7 @@ import onnx
 import openvino as ov
 import pytest
 
+from graphlint.fix.verify import OPENVINO_F32
 from testmodels.fix_models import model
 from tests.fixhelp import ops, ort_outputs, run_fix, steps
 
@@ -46,7 +47,7 @@ def test_unfuse_bert_loses_every_fused_op(bert, tmp_path, target):
     for k in ref:
         np.testing.assert_allclose(new[k], ref[k], rtol=1e-4, atol=1e-5)
     # And OpenVINO CPU compiles and agrees.
-    compiled = ov.Core().compile_model(out, "CPU")
+    compiled = ov.Core().compile_model(out, "CPU", OPENVINO_F32)
     res = compiled(feeds)
     np.testing.assert_allclose(res[compiled.outputs[0]], ref["last_hidden_state"], rtol=1e-3, atol=1e-4)
     assert max(rep.outcome.max_abs_diff.values()) < 1e-4

@@ -7,6 +7,8 @@ import onnx
 import onnxruntime as ort
 from _multimodal import lint, path
 
+from graphlint.fix.verify import OPENVINO_F32
+
 
 def test_missing_layout_on_ir_and_the_suggested_snippet_works(tmp_path):
     import openvino as ov
@@ -33,7 +35,7 @@ def test_missing_layout_on_ir_and_the_suggested_snippet_works(tmp_path):
     ppp.input("image").tensor().set_layout(ov.Layout("NHWC"))
     built = ppp.build()
     assert str(built.inputs[0].get_partial_shape()) == "[?,32,32,3]"  # now the conversion is inserted
-    compiled = core.compile_model(built, "CPU")
+    compiled = core.compile_model(built, "CPU", OPENVINO_F32)
     x = np.random.default_rng(0).random((2, 3, 32, 32), dtype=np.float32)
     (got,) = compiled(x.transpose(0, 2, 3, 1)).values()
     ref = ort.InferenceSession(path("vision.onnx"), providers=["CPUExecutionProvider"]).run(None, {"image": x})[0]

@@ -12,6 +12,7 @@ import pytest
 from _multimodal import lint, load_stats, path
 
 from graphlint.analysis.symbolic import Poly, parse_dim
+from graphlint.fix.verify import OPENVINO_F32
 
 
 def _session(file: str) -> ort.InferenceSession:
@@ -128,7 +129,7 @@ def test_constant_reshape_pins_batch_and_breaks_at_other_sizes_in_ort_and_openvi
         sess.run(None, _fusion_feed(3, 3))
     import openvino as ov
 
-    compiled = ov.Core().compile_model(ov.convert_model(path("fusion_fixed_reshape.onnx")), "CPU")
+    compiled = ov.Core().compile_model(ov.convert_model(path("fusion_fixed_reshape.onnx")), "CPU", OPENVINO_F32)
     (ov2,) = compiled(_fusion_feed(2, 2)).values()
     np.testing.assert_allclose(ov2, sess.run(None, _fusion_feed(2, 2))[0], rtol=1e-4, atol=1e-5)
     try:

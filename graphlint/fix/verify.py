@@ -230,11 +230,16 @@ def _save_scratch(model: onnx.ModelProto, workdir: str) -> str:
     return path
 
 
+# Equivalence is a property of the graph, not of a device's reduced precision: on hosts with
+# AVX512_BF16 or AMX, OpenVINO's CPU plugin runs float graphs in bf16 unless told otherwise.
+OPENVINO_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
 def _ov_run_model(ovm: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     import openvino as ov
 
     try:
-        compiled = ov.Core().compile_model(ovm, "CPU")
+        compiled = ov.Core().compile_model(ovm, "CPU", OPENVINO_F32)
         req = compiled.create_infer_request()
         by_port = {}
         for p in compiled.inputs:
