@@ -7,6 +7,10 @@ Transpose, MatMul/Div/Add(mask)/Softmax/MatMul attention, output projection, an 
 MLP and residual Adds. Batch and sequence dims are symbolic. A few blocks route their
 output through an ``If`` whose branches hold small subgraphs using outer-scope values.
 
+``dag100k.onnx`` is shaped differently: a DAG of gated residual blocks over ``x[batch, seq,
+hidden]`` (MatMul+Add into Tanh and Sigmoid, their Mul, a residual Add, and every fourth block
+an Add of the output four blocks back), with no shape computation and no subgraphs.
+
 Weights are either embedded (small hidden sizes) or external data. External data is
 written as one sparse file (``truncate`` to the full size, nothing else written), so a
 2 GB model costs no disk, yet every tensor has a valid, in-bounds, aligned
@@ -203,6 +207,43 @@ def build(path: str, *, nodes: int, hidden: int, heads: int = 2, external: bool 
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
+def build_dag(path: str, *, nodes: int, hidden: int, skip_every: int = 4) -> dict:
+    """Write the residual-DAG model of about ``nodes`` nodes to ``path``; return facts about it."""
+    t0 = time.perf_counter()
+    b = Builder(hidden, 1, None)
+    per_block = 8 + 1 / skip_every
+    blocks = max(1, round((nodes - 1) / per_block))
+    outs = ["x"]
+    for i in range(blocks):
+        x = outs[-1]
+        gates = []
+        for act, p in (("Tanh", "a"), ("Sigmoid", "b")):
+            w, bias = b.weight(f"d{i}_W{p}", (hidden, hidden)), b.weight(f"d{i}_b{p}", (hidden,))
+            gates.append(b.node(act, [b.node("Add", [b.node("MatMul", [x, w]), bias])]))
+        y = b.node("Add", [x, b.node("Mul", gates)])
+        if i % skip_every == skip_every - 1 and len(outs) > skip_every:
+            y = b.node("Add", [y, outs[-skip_every]])
+        outs.append(y)
+    b.nodes.append(helper.make_node("Identity", [outs[-1]], ["y"], name="output"))
+    graph = helper.make_graph(
+        b.nodes, "bench_dag",
+        [helper.make_tensor_value_info("x", FLOAT, ["batch", "seq", hidden])],
+        [helper.make_tensor_value_info("y", FLOAT, ["batch", "seq", hidden])],
+        b.inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="graphlint-bench")
+    model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(model.SerializeToString())
+    os.replace(tmp, path)
+    return {"path": path, "nodes": len(b.nodes), "blocks": blocks, "hidden": hidden,
+            "weight_bytes": sum(len(t.raw_data) for t in b.inits),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def hidden_for_bytes(nodes: int, weight_bytes: int, heads: int = 2, vocab: int = 1000) -> int:
     """Hidden size whose weights total about ``weight_bytes`` for a model of ``nodes`` nodes."""
     blocks = max(1, round((nodes - 1) / nodes_per_block()))
@@ -227,6 +268,7 @@ def scenarios(scale: float) -> dict[str, dict]:
     mid = max(150, int(5_000 * scale))
     out = {
         "big100k": {"nodes": big, "hidden": 16},
+        "dag100k": {"nodes": big, "hidden": 16, "dag": True},
         "w0": {"nodes": mid, "hidden": 4, "external": True},
         "w200m": {"nodes": mid, "hidden": hidden_for_bytes(mid, int(200e6 * scale)), "external": True},
         "w2g": {"nodes": mid, "hidden": hidden_for_bytes(mid, int(2e9 * scale)), "external": True},
@@ -249,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         path = os.path.join(args.out, f"{name}.onnx")
         if args.force or not os.path.exists(path):
-            print(build(path, **kw), flush=True)
+            kw = dict(kw)
+            print(build_dag(path, **kw) if kw.pop("dag", False) else build(path, **kw), flush=True)
         if name == "ov_src":
             xml = os.path.join(args.out, "ov_large.xml")
             if args.force or not os.path.exists(xml):

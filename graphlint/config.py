@@ -37,16 +37,14 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphlint.compat import tomllib
 from graphlint.errors import UsageError
 from graphlint.lint import LintOptions
+from graphlint.registry import load_rules, rule_matches
+from graphlint.registry import select as select_rules
 from graphlint.rule import Severity
 from graphlint.shapes_spec import Profile, parse_profiles
 from graphlint.target import Target
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 CONFIG_NAMES = ("graphlint.toml", ".graphlint.toml", "pyproject.toml")
 SUPPRESSIONS_NAME = "graphlint-suppressions.toml"
@@ -131,8 +129,6 @@ def _suggest(key: str, valid: list[str], otherwise: str = "") -> str:
 
 def _rule_words() -> list[str]:
     """Everything a rule selector may name: ids, names, families."""
-    from graphlint.registry import load_rules
-
     rules = load_rules()
     return [r.id for r in rules] + [r.name for r in rules] + sorted({r.family_name() for r in rules})
 
@@ -207,7 +203,7 @@ def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppr
         if not fields.get("reason"):
             raise UsageError(f"{where}: 'reason' is required: say why this finding is acceptable")
         rule = fields["rule"]
-        if rule != "*" and not any(k.upper().startswith(rule.upper()) or k == rule.lower() for k in known):
+        if not any(rule_matches(r, rule) for r in load_rules()):
             raise UsageError(f"{where}: rule {rule!r} matches no installed rule{_suggest(rule, known, SEE_RULES)}")
         out.append(Suppression(rule=rule, reason=fields["reason"], model=fields.get("model", "*"),
                                node=fields.get("node", "*"), target=fields.get("target", "*"),
@@ -244,7 +240,7 @@ class Effective:
         return f"{rel} [{self.table + '.' if self.table else ''}{key}]".replace("[.", "[")
 
 
-def _match_glob(path: str, pattern: str, base: str) -> bool:
+def match_glob(path: str, pattern: str, base: str) -> bool:
     """Match a model path against a glob relative to ``base`` (also tried on the path as given)."""
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute, base).replace(os.sep, "/")
@@ -310,8 +306,6 @@ def effective_config(
         else:
             eff.set(key, default, "default")
 
-    from graphlint.registry import load_rules
-    from graphlint.registry import select as select_rules
     from graphlint.target import resolve
 
     pick("target", list(targets), "--target", [])
@@ -438,7 +432,7 @@ def _per_model(eff: Effective):
         if globbed:
             profiles: dict[str, Profile] = {}
             for glob, profs in globbed:
-                if _match_glob(path, glob, base):
+                if match_glob(path, glob, base):
                     profiles.update(profs)
             profiles.update(cli_shapes)
             extra["shapes"] = profiles
@@ -496,27 +490,3 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     return v
-
-
-def register(cli) -> None:
-    import click
-
-    from graphlint.cli import _split, guarded, lint_options
-
-    @cli.command("config")
-    @click.argument("models", nargs=-1)
-    @lint_options
-    @click.option("--fail-level", type=click.Choice(["error", "warning", "info"]), default=None)
-    @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), default=None)
-    @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-    @guarded
-    def config_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, fail_level,
-                   baseline_path, fmt) -> None:
-        """Print the effective configuration and where each value came from.
-
-        MODELS (optional) decide where the configuration file is looked for, as in 'check'.
-        """
-        eff = effective_config(targets=list(targets), select=_split(select), ignore=_split(ignore),
-                               shapes=list(shapes), config_path=config_path, repo_root=repo_root,
-                               models=list(models), fail_level=fail_level, baseline=baseline_path)
-        click.echo(render_effective(eff, fmt), nl=False)

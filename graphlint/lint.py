@@ -1,4 +1,10 @@
-"""Lint orchestration: paths and options in, a report Run out. No printing here."""
+"""Lint orchestration: paths and options in, a report Run out. No printing here.
+
+One model: load it (a big ONNX file's shape inference and checker in a child process, see
+graphlint.load.inference), then run the rules once per target; the targets share one
+:class:`graphlint.analysis.Analyses`, so per-model analyses are computed once. Several
+models: each in a worker process of its own (graphlint.procs), up to ``jobs`` at a time.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint import forked, registry
-from graphlint.analysis import run_early
-from graphlint.engine import LintResult, RuleRun, analyses_needed
+from graphlint import registry
+from graphlint.analysis import Analyses
+from graphlint.engine import LintResult, run_rules
 from graphlint.errors import GraphlintError, InputError
-from graphlint.load import load_model
+from graphlint.ir import gc_paused
+from graphlint.load import load_with_background
 from graphlint.report import LoadFailure, Run
 from graphlint.rule import Rule, Severity
 from graphlint.target import Target, resolve
@@ -76,9 +83,9 @@ class LintOptions:
     suppressions: list[Any] = field(default_factory=list)  # graphlint.config.Suppression, from configuration
     # per-model hook from the configuration: (path, target) -> (target with options, extra rule options)
     per_model: Callable[[str, Target], tuple[Target, dict[str, Any]]] | None = None
-    # Models linted at once, each in a forked worker, when a run has several (graphlint.workers).
-    # Results then hold each model's header only (path, format, metadata: see workers.detached),
-    # so callers that read a result's graph (HTML report, baselines, fix) keep the default 1.
+    # Models linted at once, each in a worker process, when a run has several. Results then hold
+    # each model's header only (path, format, metadata: see detached), so callers that read a
+    # result's graph (HTML report, baselines, fix) keep the default 1.
     jobs: int = 1
 
 
@@ -86,61 +93,30 @@ def selected_rules(opts: LintOptions) -> list[type[Rule]]:
     return registry.select(registry.load_rules(), opts.select, opts.ignore)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while one model is loaded and linted.
-
-    The IR is millions of small container objects with no garbage cycles: left on, the
-    collector rescans all of them about a dozen times per 100k-node model, frees nothing,
-    and costs a quarter of the CPU time. It resumes (and collects) after each model.
-    """
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: LintOptions) -> list[LintResult]:
-    with _gc_paused():
-        return _lint_model(path, targets, rules, opts)
-
-
-def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: LintOptions) -> list[LintResult]:
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    model = load_model(path, defer_types=True)
-    try:
-        for target in targets:
-            if model.dialect not in target.dialects:
-                raise InputError(path, f"target {target.name} cannot take {model.format} models "
-                                       f"(use --target {DEFAULT_TARGET[model.format]})")
-        runs = [RuleRun(model, target, rules, options)
-                for target, options in (_configure(path, target, opts) for target in targets)]
-        if model.pending:
-            # ONNX shape inference still runs in the loader's child: run what needs no inferred
-            # types now instead of waiting for it (the type-free rules, and the analyses'
-            # type-free parts; they only read what the loader has already built). Their time
-            # is listed under load, and each rule's under its family as well.
-            t_rules = sum(run.run(type_free_only=True) for run in runs)
-            if t_rules:
-                model.timings["rules that read no types (while inference runs)"] = t_rules
-            needed = analyses_needed(r for r in rules if model.dialect in r.dialects)
-            for name, t in run_early(model, sorted(needed)).items():
-                model.timings[f"{name} (while inference runs)"] = t
-            model.ready()
-        timings["load"] = time.perf_counter() - t0
-        timings.update((f"load:{k}", v) for k, v in model.timings.items())
-        model.stats.setdefault("nodes", model.node_count)
-        return [run.result(dict(timings)) for run in runs]
-    finally:
-        if model.pending:  # raised before ready(): inference and checker children must not run on
-            forked.cancel_all()
-        model.drop_background()  # e.g. onnx.checker's child when GL0001 was not selected
+def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: LintOptions,
+               *, child: bool = True) -> list[LintResult]:
+    """Every target's result for one model (``child``: a big file's inference may run in a child)."""
+    with gc_paused():
+        t0 = time.perf_counter()
+        model, background = load_with_background(path, child=child)
+        analyses = Analyses(model, background)
+        try:
+            for target in targets:
+                if model.dialect not in target.dialects:
+                    raise InputError(path, f"target {target.name} cannot take {model.format} models "
+                                           f"(use --target {DEFAULT_TARGET[model.format]})")
+            timings = {"load": time.perf_counter() - t0}
+            timings.update((f"load:{k}", v) for k, v in model.timings.items())
+            analyses.stats.setdefault("nodes", model.node_count)
+            results = []
+            for target in targets:
+                target, options = _configure(path, target, opts)
+                res = run_rules(model, target, rules, options, analyses)
+                res.timings = {**timings, **res.timings}
+                results.append(res)
+            return results
+        finally:
+            analyses.close()  # e.g. onnx.checker's child when GL0001 was not selected
 
 
 def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, dict[str, Any]]:
@@ -155,12 +131,12 @@ def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, di
 def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
-    if opts.jobs > 1 and len(paths) > 1 and forked.available():
+    if opts.jobs > 1 and len(paths) > 1:
         from graphlint import workers
 
         per_path = workers.lint_each(paths, explicit, rules, opts)
     else:
-        per_path = (lint_one(path, explicit, rules, opts) for path in paths)
+        per_path = [lint_one(path, explicit, rules, opts) for path in paths]
     results: list[LintResult] = []
     failures: list[LoadFailure] = []
     for found, failure in per_path:
@@ -170,17 +146,19 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     return Run(results=results, failures=failures, rules=rules, root=os.path.abspath(opts.root))
 
 
-def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]],
-             opts: LintOptions) -> tuple[list[LintResult], LoadFailure | None]:
+Outcome = tuple[list[LintResult], LoadFailure | None]
+
+
+def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions,
+             *, child: bool = True) -> Outcome:
     """One model's results for every target, or why it could not be linted."""
     if opts.on_model:
         opts.on_model(path)
     targets = explicit or [resolve(DEFAULT_TARGET[model_kind(path)])]
     try:
         with time_budget(opts.time_budget):
-            return lint_model(path, targets, rules, opts), None
+            return lint_model(path, targets, rules, opts, child=child), None
     except TimeBudgetExceeded:
-        forked.cancel_all()  # an inference child forked for this model must not run on
         return [], budget_failure(path, opts.time_budget)
     except InputError as e:
         return [], LoadFailure(path, e.problem)

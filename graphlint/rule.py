@@ -135,12 +135,11 @@ class Rule:
     domains: ClassVar[frozenset[str] | None] = None  # restrict node dispatch to these domains
     targets: ClassVar[frozenset[str] | None] = None  # target names it applies to; None: all
     requires: ClassVar[tuple[str, ...]] = ()  # analyses computed before the rule runs
-    # Results the loader may still compute in the background (Model.background keys, e.g.
-    # "onnx_checker"): the engine runs these rules after the others, so the wait overlaps them.
+    # Analyses whose result a child process may still be computing ("onnx_checker"): the engine
+    # runs these rules after the others, so the wait overlaps their work.
     waits_for: ClassVar[frozenset[str]] = frozenset()
-    # False: the rule reads no value types or shapes (Value.dtype, .shape, .rank, the shapes or
-    # support analyses; model.issues, which inference extends), so the engine may run it while
-    # the loader's shape inference still runs (graphlint.engine.type_free). When unsure, True.
+    # Whether the rule reads value types or shapes. Every rule now sees the complete, typed model,
+    # so the engine no longer reads this; it stays for rule packs that set it.
     reads_types: ClassVar[bool] = True
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
@@ -189,7 +188,8 @@ class RuleContext:
         self.rule: type[Rule] | None = None
 
     def analysis(self, name: str) -> Any:
-        return self.analyses.get(name)
+        """The result of the analysis ``name`` for this model and target (list it in ``requires``)."""
+        return self.analyses.get(name, self.target)
 
     def finding(
         self,

@@ -17,12 +17,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from graphlint.compat import tomllib
 from graphlint.errors import UsageError
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 
 def data_dir() -> str:

@@ -22,18 +22,19 @@ import fnmatch
 import hashlib
 import json
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from graphlint.config import Suppression, _match_glob
+from graphlint.config import Suppression, match_glob
 from graphlint.errors import UsageError
 from graphlint.ir import Graph, Model, Node, Tensor, Value
 from graphlint.lint import LintOptions
+from graphlint.registry import family_of, matches
 from graphlint.report import Run
-from graphlint.rule import FAMILIES, Finding
+from graphlint.rule import Finding
 
 META_KEY = "graphlint:ignore"
 META_REASON_KEY = "graphlint:ignore-reason"
@@ -44,17 +45,8 @@ DEFAULT_BASELINE = "graphlint-baseline.json"
 # --------------------------------------------------------------------------- rule matching
 
 def rule_matches(f: Finding, sel: str) -> bool:
-    """Same selector language as --select: id, id prefix, rule name, family, or '*'."""
-    s = sel.strip()
-    if s in ("*", "ALL", "all"):
-        return True
-    if f.rule_id.upper().startswith(s.upper()) or f.rule_name == s.lower():
-        return True
-    from graphlint.registry import find_rule
-
-    rule = find_rule(f.rule_id)
-    family = rule.family_name() if rule is not None else FAMILIES.get(f.rule_id[:3], "other")
-    return family == s.lower()
+    """Whether the selector ``sel`` names the finding's rule (the --select language)."""
+    return matches(f.rule_id, f.rule_name, family_of(f.rule_id), sel)
 
 
 def node_matches(f: Finding, pattern: str) -> bool:
@@ -325,12 +317,12 @@ def apply_suppressions(run: Run, suppressions: list[Suppression]) -> list[Suppre
             for s in (*in_model, *suppressions):
                 if (rule_matches(f, s.rule) and node_matches(f, s.node)
                         and fnmatch.fnmatchcase(res.target.name, s.target.lower())
-                        and (s in in_model or _match_glob(f.model, s.model, s.base))):
+                        and (s in in_model or match_glob(f.model, s.model, s.base))):
                     f.suppressed = s.reason
                     s.used += 1
                     break
     linted = [res.model.path for res in run.results]
-    return [s for s in suppressions if not s.used and any(_match_glob(p, s.model, s.base) for p in linted)]
+    return [s for s in suppressions if not s.used and any(match_glob(p, s.model, s.base) for p in linted)]
 
 
 def apply_workflow(run: Run, opts: LintOptions, baseline_path: str | None) -> None:
@@ -346,43 +338,3 @@ def apply_workflow(run: Run, opts: LintOptions, baseline_path: str | None) -> No
         if stale:
             note += f"; {stale} baseline entr{'y' if stale == 1 else 'ies'} no longer found (regenerate it)"
         run.notes.append(note + ".")
-
-
-def register(cli) -> None:
-    import sys
-
-    import click
-
-    from graphlint import lint
-    from graphlint.cli import _progress, build_options, guarded, lint_options
-
-    @cli.command("baseline")
-    @click.argument("models", nargs=-1, required=True)
-    @lint_options
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                  help=f"Baseline file to write (default: the configured baseline, else {DEFAULT_BASELINE}).")
-    @guarded
-    def baseline_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, output) -> None:
-        """Record today's findings so later runs with --baseline report only new ones."""
-        from graphlint.fsutil import atomic_write_text, check_output_path
-
-        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
-        path = output or opts.baseline or DEFAULT_BASELINE
-        check_output_path(path)
-        opts.on_model = _progress(len(models))
-        run = lint.lint_paths(list(models), opts)
-        apply_suppressions(run, list(opts.suppressions))
-        for fail in run.failures:
-            click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
-        if run.failures:
-            click.echo("graphlint: error: baseline not written because some models could not be read", err=True)
-            sys.exit(2)
-        text = render_baseline(run, path)
-        atomic_write_text(path, text)
-        n = len(json.loads(text)["findings"])
-        per_rule = defaultdict(int)
-        for f in run.findings():
-            per_rule[f.rule_id] += 1
-        detail = ", ".join(f"{k} x{v}" for k, v in sorted(per_rule.items()))
-        click.echo(f"graphlint: recorded {n} finding(s) from {len(run.results)} model/target run(s) in {path}"
-                   + (f" ({detail})" if detail else ""), err=True)

@@ -8,25 +8,7 @@ pack registers. Data tables the rules read live in ``data/`` with their sources 
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-
+from graphlint.registry import package_rules
 from graphlint.rule import Rule
 
-
-def _discover() -> list[type[Rule]]:
-    found: list[type[Rule]] = []
-    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if mod.name.startswith("_") or mod.ispkg:
-            continue
-        module = importlib.import_module(f"{__name__}.{mod.name}")
-        found.extend(
-            v for v in vars(module).values()
-            if inspect.isclass(v) and issubclass(v, Rule) and v.__module__ == module.__name__
-            and getattr(v, "id", None)
-        )
-    return found
-
-
-RULES: list[type[Rule]] = _discover()
+RULES: list[type[Rule]] = package_rules(__name__)

@@ -14,15 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from graphlint.compat import tomllib
 from graphlint.ir import ONNX_DOMAIN, Node, Value
 from graphlint.rewrites import spec
 from graphlint.rule import Rewrite
 from graphlint.target import Target, data_dir
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 SOURCE = "rules/data/drift.toml"
 

@@ -8,10 +8,8 @@ from collections.abc import Iterator
 import onnx
 
 from graphlint.ir import Graph, Model, Node
-from graphlint.load.shape_infer import checker_verdict
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
-_UNSET = object()
 _NODE = re.compile(r"Name:\s*(\S*)\s+OpType:\s*(\S+)")
 
 
@@ -41,7 +39,8 @@ class OnnxChecker(Rule):
     name = "onnx-checker"
     severity = Severity.ERROR
     source = "onnx.checker and onnx.shape_inference (strict mode)"
-    waits_for = frozenset({"onnx_checker"})
+    requires = ("onnx_checker",)
+    waits_for = frozenset({"onnx_checker"})  # it may still run in the loader's child: this rule goes last
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         model = ctx.model
@@ -53,12 +52,9 @@ class OnnxChecker(Rule):
                 node = by_name.get(issue.value or "")
                 where = f"{quote_node(node)} fails" if node else "The model fails"
                 yield ctx.finding(node, f"{where} strict shape inference: {issue.message}")
-        proto = model.proto
-        if proto is None:
+        if model.proto is None:
             return
-        first = model.precomputed_value("onnx_checker", _UNSET)  # the loader ran it in a child
-        if first is _UNSET:
-            first = checker_verdict(proto)
+        first = ctx.analysis("onnx_checker")
         if first is not None:
             yield from self._all_errors(model, ctx, first)
 

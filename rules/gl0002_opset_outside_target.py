@@ -33,7 +33,6 @@ class OpsetOutsideTarget(Rule):
     name = "opset-outside-target"
     severity = Severity.ERROR
     source = "target profiles in rules/data/targets/ (citing ../shared/reference)"
-    reads_types = False
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         model, target = ctx.model, ctx.target

@@ -39,16 +39,15 @@ class PartitionIsland(Rule):
     id = "GL1010"
     name = "partition-island"
     severity = Severity.INFO
-    requires = ("support", "components")  # components: the partition when every node is supported
+    requires = ("partition",)
     source = "graphlint.analysis.partition over the GL1001-GL1005 verdicts"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         sup: Support = ctx.analysis("support")
         if not sup.evaluated:
             return
-        part: Partition = sup.partition
+        part: Partition = ctx.analysis("partition")  # its summary is in the model's stats
         summary = part.summary(ctx.target)
-        ctx.model.stats["partition"] = summary
         total = len(part.unsupported)
         for k, island in enumerate(part.unsupported, 1):
             first = island.first

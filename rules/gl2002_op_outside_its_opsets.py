@@ -45,7 +45,6 @@ class OpOutsideItsOpsets(Rule):
     severity = Severity.ERROR
     op_types = D.op_types(ID)
     fixable = True
-    reads_types = False
     source = f"{D.SOURCE} (kind = availability); ONNX Changelog"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:

@@ -48,7 +48,6 @@ class AttributeBecameInput(Rule):
     severity = Severity.ERROR
     op_types = D.op_types(ID)
     fixable = True
-    reads_types = False
     source = f"{D.SOURCE} (kind = attr-to-input); ONNX Changelog; TensorRT operators.md restriction column"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:

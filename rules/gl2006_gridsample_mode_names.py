@@ -49,7 +49,6 @@ class GridsampleModeNames(Rule):
     severity = Severity.ERROR
     op_types = D.op_types(ID)
     fixable = True
-    reads_types = False
     source = (f"{D.SOURCE} (gridsample-20-*); ONNX Changelog GridSample-20; NVIDIA/TensorRT#4646; "
               "onnx/onnx-tensorrt#1060")
 

@@ -43,7 +43,6 @@ class GeluTanhApproximation(Rule):
     severity = Severity.INFO
     op_types = D.op_types(ID)
     fixable = True
-    reads_types = False
     source = f"{D.SOURCE} (gelu-tanh-approximation); ONNX Changelog Gelu-20"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:

@@ -48,7 +48,6 @@ class DataDependentShape(Rule):
     op_types = DATA_DEPENDENT
     dialects = frozenset({ONNX, OPENVINO})  # OpenVINO opsets have NonZero, NMS and Unique too
     source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (Loop restrictions); rules/data/targets/*.toml"
-    reads_types = False
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
         t = ctx.target

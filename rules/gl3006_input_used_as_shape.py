@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint.analysis.shapes import ShapeFacts
 from graphlint.ir import Node, Value
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
@@ -43,13 +44,15 @@ class InputUsedAsShape(Rule):
     name = "input-used-as-shape"
     severity = Severity.WARNING
     targets = frozenset({"trt"})
+    requires = ("shapes",)  # ranks graphlint's shape pass found where ONNX inference found none
     source = "TensorRT developer guide (shape tensors); ../shared/reference/onnx-tensorrt-operators-trt10.15.md"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        facts: ShapeFacts = ctx.analysis("shapes")
         for inp in ctx.model.graph.inputs:
             if inp.const is not None or inp.dtype not in ("int64", "int32"):
                 continue
-            hit = _reaches_shape(inp)
+            hit = _reaches_shape(inp, facts)
             if hit is not None:
                 node, pos = hit
                 yield ctx.finding(
@@ -61,7 +64,7 @@ class InputUsedAsShape(Rule):
                 )
 
 
-def _reaches_shape(v: Value, limit: int = 64) -> tuple[Node, int] | None:
+def _reaches_shape(v: Value, facts: ShapeFacts, limit: int = 64) -> tuple[Node, int] | None:
     stack, seen = [v], set()
     while stack and len(seen) < limit:
         cur = stack.pop()
@@ -72,6 +75,6 @@ def _reaches_shape(v: Value, limit: int = 64) -> tuple[Node, int] | None:
             for pos in SHAPE_OPERANDS.get(n.op_type, ()):
                 if n.input(pos) is cur:
                     return n, pos
-            if n.op_type in PASS_THROUGH and n.outputs and (n.outputs[0].rank or 0) <= 1:
+            if n.op_type in PASS_THROUGH and n.outputs and len(facts.refined(n.outputs[0]) or ()) <= 1:
                 stack.append(n.outputs[0])
     return None

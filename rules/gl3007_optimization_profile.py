@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from graphlint.analysis.shapes import Event, dynamic_inputs, evaluate
+from graphlint.analysis.shapes import Event, ShapeFacts, dynamic_inputs, evaluate
 from graphlint.ir import Model, Value
 from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 from graphlint.shapes_spec import Profile
@@ -24,8 +24,8 @@ def _break_text(e: Event) -> str:
     return f"it needs dims {e.a} and {e.b} to agree{where}"
 
 
-def _breaks(model: Model, shapes: dict[str, tuple[int, ...]]) -> list[Event]:
-    return [e for e in evaluate(model, shapes).events
+def _breaks(model: Model, facts: ShapeFacts, shapes: dict[str, tuple[int, ...]]) -> list[Event]:
+    return [e for e in evaluate(model, shapes, facts).events
             if e.kind in ("conflict", "reshape") and e.a.is_const and e.b.is_const]
 
 
@@ -130,14 +130,14 @@ class OptimizationProfile(Rule):
                 seen.setdefault(d, (name, axis, rng))
 
     def _sweep(self, ctx: RuleContext, usable: dict[str, Profile]) -> Iterator[Finding]:
-        model = ctx.model
+        model, facts = ctx.model, ctx.analysis("shapes")
         opt = {n: p.opt for n, p in usable.items()}
         axes = sum(1 for p in usable.values() for lo, hi in zip(p.min, p.max, strict=True) if lo != hi)
         per_axis = max(2, min(MAX_EVALS, WORK_BUDGET // max(1, len(model.graph.nodes)) // max(1, axes)))
         reported: set[str] = set()
         for point in ("opt", "min", "max"):
             shapes = {n: getattr(p, point) for n, p in usable.items()}
-            errs = _breaks(model, shapes)
+            errs = _breaks(model, facts, shapes)
             if errs and point == "opt":
                 e = errs[0]
                 reported.add(e.node.label)
@@ -152,7 +152,7 @@ class OptimizationProfile(Rule):
                 lo, hi = prof.min[axis], prof.max[axis]
                 if lo == hi:
                     continue
-                hit = self._first_break(model, opt, name, axis, prof, per_axis)
+                hit = self._first_break(model, facts, opt, name, axis, prof, per_axis)
                 if hit is None:
                     continue
                 value, e = hit
@@ -173,7 +173,7 @@ class OptimizationProfile(Rule):
                 )
 
     @staticmethod
-    def _first_break(model: Model, opt: dict, name: str, axis: int, prof: Profile,
+    def _first_break(model: Model, facts: ShapeFacts, opt: dict, name: str, axis: int, prof: Profile,
                      budget: int) -> tuple[int, Event] | None:
         evals = 0
         last_ok = None
@@ -184,7 +184,7 @@ class OptimizationProfile(Rule):
         for v in cands:
             shape = list(prof.opt)
             shape[axis] = v
-            errs = _breaks(model, {**opt, name: tuple(shape)})
+            errs = _breaks(model, facts, {**opt, name: tuple(shape)})
             evals += 1
             if errs:
                 # refine: the first failing value between the last passing candidate and this one
@@ -193,7 +193,7 @@ class OptimizationProfile(Rule):
                     if evals >= budget:
                         break
                     shape[axis] = w
-                    e2 = _breaks(model, {**opt, name: tuple(shape)})
+                    e2 = _breaks(model, facts, {**opt, name: tuple(shape)})
                     evals += 1
                     if e2:
                         return w, e2[0]

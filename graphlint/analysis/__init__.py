@@ -1,59 +1,80 @@
-"""Analyses: facts about a model computed once per run and shared by every rule.
+"""Analyses: facts about a model, computed once per run and shared by every rule.
 
-An analysis is a function ``(model, target) -> result`` registered under a name with
-:func:`analysis`. Rules list the names they need in ``requires`` and read results with
-``ctx.analysis(name)``; the first request computes, later ones hit the cache. Modules in
-this package register themselves on import; a rule pack may register its own.
+An analysis is a function registered under a name with :func:`analysis`. Rules list the
+names they need in ``requires`` and read results with ``ctx.analysis(name)``. One
+:class:`Analyses` manager per model caches every result under ``(name, target)``; an
+analysis that ignores the target (``per_target=False``) is keyed ``(name, None)`` and
+shared by every ``--target`` of the run. An analysis reads the model, which it must not
+change, and the results of the analyses it declares in ``requires``; it returns facts.
 
-An analysis that does not depend on the target says so (``per_target=False``): it is then
-computed once per model and shared by every ``--target`` of the run, instead of once per target.
+The function takes an :class:`AnalysisContext` (``fn(ctx)``): ``ctx.model``, ``ctx.target``
+(None for a per-model analysis), ``ctx.analysis(name)`` for a declared dependency,
+``ctx.background(key)`` for a result the loader computes in a child process, and
+``ctx.record(key, value)`` for a statistic shown in reports (``stats``). A function of the
+older form ``fn(model, target)`` is called that way.
 
-Such an analysis may also register an ``early`` part, ``(model) -> Any``: work that needs no
-inferred value types. While ONNX shape inference still runs in the loader's child process, the
-linter computes the early parts (:func:`run_early`) instead of idling; the result waits in
-``model.precomputed["early:<name>"]`` for the analysis proper, which reconciles it with the
-inferred types. Without a pending child the early part never runs.
+Modules in this package register themselves on import; a rule pack may register its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
+import inspect
 import pkgutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphlint.ir import Model
     from graphlint.target import Target
 
-AnalysisFn = Callable[["Model", "Target"], Any]
-EarlyFn = Callable[["Model"], Any]
-_REGISTRY: dict[str, AnalysisFn] = {}
-_EARLY: dict[str, EarlyFn] = {}
-_PER_MODEL: set[str] = set()  # analyses that ignore the target: one result per model
+
+@dataclass(frozen=True)
+class Spec:
+    """A registered analysis."""
+
+    name: str
+    fn: Callable[..., Any]
+    per_target: bool
+    requires: tuple[str, ...]
+    takes_context: bool
+
+
+_REGISTRY: dict[str, Spec] = {}
 _loaded = False
 
 
-def analysis(name: str, *, per_target: bool = True, early: EarlyFn | None = None,
-             ) -> Callable[[AnalysisFn], AnalysisFn]:
-    if early is not None and per_target:
-        raise ValueError(f"analysis {name!r}: an early part needs per_target=False (it runs before any target)")
+def analysis(name: str, *, per_target: bool = True, requires: Iterable[str] = (),
+             early: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn`` as the analysis ``name``, depending on the analyses in ``requires``.
 
-    def register(fn: AnalysisFn) -> AnalysisFn:
-        _REGISTRY[name] = fn
-        if early is not None:
-            _EARLY[name] = early
-        else:
-            _EARLY.pop(name, None)
-        if per_target:
-            _PER_MODEL.discard(name)
-        else:
-            _PER_MODEL.add(name)
+    ``early`` is accepted for rule packs written against graphlint 0.1 and ignored: every
+    analysis now runs on the complete, typed model.
+    """
+    del early
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+        _REGISTRY[name] = Spec(name, fn, per_target, tuple(requires), len(params) == 1)
         return fn
 
     return register
+
+
+def early_key(name: str) -> str:
+    """Kept for rule packs written against graphlint 0.1 (``model.precomputed`` is always empty)."""
+    return f"early:{name}"
+
+
+def registered(name: str) -> Spec:
+    _load_builtin()
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        raise KeyError(f"no analysis named {name!r} (known: {', '.join(sorted(_REGISTRY))})")
+    return spec
 
 
 def _load_builtin() -> None:
@@ -64,61 +85,96 @@ def _load_builtin() -> None:
             importlib.import_module(f"{__name__}.{mod.name}")
 
 
-class Analyses:
-    """Per-model cache of analysis results, with the time each took (for --stats)."""
+class AnalysisContext:
+    """What one analysis sees while it computes."""
 
-    def __init__(self, model: Model, target: Target) -> None:
-        _load_builtin()
-        self.model = model
+    def __init__(self, manager: Analyses, spec: Spec, target: Target | None) -> None:
+        self._manager, self._spec = manager, spec
+        self.model = manager.model
         self.target = target
-        self._cache: dict[str, Any] = {}
-        self.timings: dict[str, float] = {}
 
-    def get(self, name: str) -> Any:
-        if name in self._cache:
-            return self._cache[name]
-        fn = _REGISTRY.get(name)
-        if fn is None:
-            raise KeyError(f"no analysis named {name!r} (known: {', '.join(sorted(_REGISTRY))})")
-        shared = self.model.precomputed.setdefault(_SHARED, {}) if name in _PER_MODEL else None
-        if shared is not None and name in shared:  # computed for an earlier target of this run
-            result = self._cache[name] = shared[name]
-            return result
-        t0 = time.perf_counter()
-        result = self._cache[name] = fn(self.model, self.target)
-        self.timings[name] = time.perf_counter() - t0
-        if shared is not None:
-            shared[name] = result
+    def analysis(self, name: str) -> Any:
+        """The result of an analysis this one declared in ``requires``."""
+        if name not in self._spec.requires:
+            raise KeyError(f"analysis {self._spec.name!r} reads {name!r} without declaring it in requires")
+        return self._manager.get(name, self.target)
+
+    def background(self, key: str, default: Any = None) -> Any:
+        """A result the loader computes off the critical path (waited for), else ``default``."""
+        return self._manager.background(key, default)
+
+    def record(self, key: str, value: Any) -> None:
+        """A statistic of the model for reports (``stats`` in the JSON report, --stats)."""
+        self._manager.stats[key] = value
+
+
+class Analyses:
+    """The analysis results of one model, keyed by (name, target); per-model ones by (name, None).
+
+    ``stats`` holds what the loader counted and what analyses recorded, in the order they did;
+    ``background`` the results the loader still computes in a child (key -> an object with
+    ``result()``), which an analysis asks for with ``ctx.background(key)``.
+    """
+
+    def __init__(self, model: Model, background: Mapping[str, Any] | None = None) -> None:
+        self.model = model
+        self._background = dict(background or {})
+        self._results: dict[tuple[str, int | None], Any] = {}
+        self._targets: dict[int, Target] = {}  # keeps each keyed target alive (keys use its id)
+        self._running: list[str] = []
+        self.stats: dict[str, Any] = dict(model.stats)
+        self.timings: dict[tuple[str, int | None], float] = {}
+
+    def get(self, name: str, target: Target | None) -> Any:
+        spec = registered(name)
+        key = (name, id(target) if spec.per_target and target is not None else None)
+        if key in self._results:
+            return self._results[key]
+        if name in self._running:
+            raise RuntimeError(f"analyses depend on each other in a cycle: {' -> '.join([*self._running, name])}")
+        self._running.append(name)
+        try:
+            for dep in spec.requires:
+                self.get(dep, target)
+            scope = target if spec.per_target else None
+            t0 = time.perf_counter()
+            if spec.takes_context:
+                result = spec.fn(AnalysisContext(self, spec, scope))
+            else:
+                result = spec.fn(self.model, scope)
+            self.timings[key] = time.perf_counter() - t0
+        finally:
+            self._running.pop()
+        if target is not None:
+            self._targets[id(target)] = target
+        self._results[key] = result
         return result
 
+    def computed(self, target: Target | None) -> dict[str, float]:
+        """Time per analysis computed for ``target`` (per-model ones included), by name."""
+        return {name: t for (name, tid), t in self.timings.items() if tid is None or tid == id(target)}
 
-def early_key(name: str) -> str:
-    return f"early:{name}"
+    def background(self, key: str, default: Any = None) -> Any:
+        later = self._background.pop(key, None)
+        if later is None:
+            return default
+        result = later.result()
+        self._background[key] = _Done(result)
+        return result
+
+    def close(self) -> None:
+        """Stop background work nobody asked for (its child must not outlive the model)."""
+        for later in self._background.values():
+            later.cancel()
+        self._background.clear()
 
 
-_SHARED = "analyses"  # model.precomputed key: results of per-model analyses, shared by targets
+class _Done:
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
+    def result(self) -> Any:
+        return self.value
 
-def computed(model: Model, name: str) -> Any:
-    """A per-model analysis' result if some target of the run has computed it, else None."""
-    return model.precomputed.get(_SHARED, {}).get(name)
-
-
-def run_early(model: Model, names: Iterable[str]) -> dict[str, float]:
-    """Compute the early parts of the named analyses (those that have one); returns their times.
-
-    None starts once inference has finished: the analysis proper then does the whole work,
-    which costs no more than both parts (the early part reads the graph once more)."""
-    _load_builtin()
-    timings: dict[str, float] = {}
-    for name in names:
-        fn = _EARLY.get(name)
-        done = early_key(name) in model.precomputed or computed(model, name) is not None
-        if fn is None or done or model.types_arrived():
-            continue
-        t0 = time.perf_counter()
-        # On a crash the analysis proper computes everything itself (and its crash is a finding).
-        with contextlib.suppress(Exception):
-            model.precomputed[early_key(name)] = fn(model)
-        timings[f"early:{name}"] = time.perf_counter() - t0
-    return timings
+    def cancel(self) -> None:
+        pass

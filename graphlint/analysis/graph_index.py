@@ -2,38 +2,24 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from graphlint.analysis import analysis, early_key
-from graphlint.ir import Model, Node
-
-
-def node_list(model: Model) -> list[Node]:
-    """Every node in :meth:`Model.walk` order (graphs, subgraphs, then function bodies), as a list:
-    made once per model (a loaded model's nodes do not change), usually while inference runs,
-    for the op-type index."""
-    nodes = model.precomputed.get("node_list")
-    if nodes is None:
-        nodes = model.precomputed["node_list"] = list(model.walk())
-    return nodes
-
-
-def _index(model: Model) -> dict[str, list[Node]]:
-    index: dict[str, list[Node]] = defaultdict(list)
-    for node in node_list(model):
-        index[node.op_type].append(node)
-    return dict(index)
-
-
-@analysis("nodes_by_type", per_target=False, early=_index)
-def nodes_by_type(model: Model, target) -> dict[str, list[Node]]:
-    """op_type -> nodes (all graphs, subgraphs and functions), in walk order."""
-    # Node types need no inferred value types: the index may have been built while the loader's
-    # shape inference still ran (the early part), and merging the types adds no nodes.
-    early = model.precomputed.get(early_key("nodes_by_type"))
-    return early if early is not None else _index(model)
+from graphlint.analysis import AnalysisContext, analysis
+from graphlint.ir import Node
 
 
 @analysis("all_nodes", per_target=False)
-def all_nodes(model: Model, target) -> list[Node]:
-    return node_list(model)
+def all_nodes(ctx: AnalysisContext) -> list[Node]:
+    """Every node in :meth:`Model.walk` order (graphs, subgraphs, then function bodies)."""
+    return list(ctx.model.walk())
+
+
+@analysis("nodes_by_type", per_target=False, requires=("all_nodes",))
+def nodes_by_type(ctx: AnalysisContext) -> dict[str, list[Node]]:
+    """op_type -> nodes (all graphs, subgraphs and functions), in walk order."""
+    index: dict[str, list[Node]] = {}
+    for node in ctx.analysis("all_nodes"):
+        found = index.get(node.op_type)
+        if found is None:
+            index[node.op_type] = [node]
+        else:
+            found.append(node)
+    return index

@@ -4,20 +4,21 @@ Like ``polygraphy inspect capability``: two nodes joined by a tensor belong to t
 when the target takes both or rejects both. Every unsupported island is one engine fallback
 (ORT-TRT/OpenVINO hetero) and a device copy at each boundary tensor. Nodes inside If/Loop/Scan
 bodies count toward the node that owns the body; a call of a model-local function is rejected
-when a node of its body is. Union-find over the value edges: linear in nodes + edges.
+when a node of its body is. Islands are networkx's connected components of the graph whose
+edges join nodes of the same status.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from graphlint.analysis import analysis, computed, early_key
+import networkx as nx
+
+from graphlint.analysis import AnalysisContext, analysis
+from graphlint.analysis.support import Support
 from graphlint.ir import Graph, Model, Node, Value
 from graphlint.target import Target
-
-if TYPE_CHECKING:
-    from graphlint.analysis.support import Support
 
 
 @dataclass
@@ -65,8 +66,44 @@ def _top(node: Node) -> Node:
     return node
 
 
-def compute(model: Model, sup: Support) -> Partition:
-    """Islands of the main graph given per-node support (use ``Support.partition``, cached)."""
+def _edges(graph: Graph, ok: list[bool] | None) -> Iterator[tuple[int, int]]:
+    """(producer index, consumer index) of every tensor between two main-graph nodes of the same status."""
+    for n in graph.nodes:
+        i = n.index
+        for v in n.outputs:
+            for c in v.consumers:
+                if c.graph is graph and (ok is None or ok[c.index] == ok[i]):
+                    yield i, c.index
+
+
+def components(graph: Graph, ok: list[bool] | None = None) -> list[list[Node]]:
+    """The graph's connected components (nodes joined by a tensor, of the same status in ``ok``),
+    each in graph order, ordered by their first node."""
+    g = nx.Graph()
+    g.add_nodes_from(range(len(graph.nodes)))
+    g.add_edges_from(_edges(graph, ok))
+    nodes = graph.nodes
+    groups = [[nodes[i] for i in sorted(members)] for members in nx.connected_components(g)]
+    return sorted(groups, key=lambda members: members[0].index)
+
+
+@analysis("components", per_target=False)
+def main_components(model: Model, target: None) -> list[list[Node]]:
+    """The main graph's connected components: the partition of every target that takes every node."""
+    return components(model.graph)
+
+
+@analysis("partition", requires=("support", "components"))
+def partition(ctx: AnalysisContext) -> Partition:
+    """Islands of the main graph given the target's per-node support."""
+    model, sup = ctx.model, ctx.analysis("support")
+    result = _partition(model, sup, ctx.analysis("components"))
+    if sup.evaluated:
+        ctx.record("partition", result.summary(ctx.target))
+    return result
+
+
+def _partition(model: Model, sup: Support, all_components: list[list[Node]]) -> Partition:
     nodes = model.graph.nodes
     rejected: set[int] = set()
     bad_functions: set[tuple[str, str]] = set()
@@ -85,86 +122,18 @@ def compute(model: Model, sup: Support) -> Partition:
         for n in nodes:
             if (n.domain, n.op_type) in bad_functions:
                 rejected.add(n.index)
-
     if not rejected:  # the target takes every node: the islands are the graph's components
-        shared = computed(model, "components")  # when GL1010 asked for them
-        groups = shared if shared is not None else _all_components(model)
-        return Partition([Island(True, members) for members in groups], len(nodes), len(nodes))
+        return Partition([Island(True, members) for members in all_components], len(nodes), len(nodes))
     ok = [True] * len(nodes)
     for i in rejected:
         ok[i] = False
     islands = []
-    for members in _groups(nodes, _components(nodes, ok, main)):
+    for members in components(main, ok):
         island = Island(ok[members[0].index], members)
         if not island.supported:  # boundaries are reported for unsupported islands only
             _boundaries(island)
         islands.append(island)
     return Partition(islands, len(nodes), len(nodes) - len(rejected))
-
-
-def _all_components(model: Model) -> list[list[Node]]:
-    nodes = model.graph.nodes
-    return _groups(nodes, _components(nodes, [True] * len(nodes), model.graph))
-
-
-@analysis("components", per_target=False, early=_all_components)
-def components(model: Model, target: Target) -> list[list[Node]]:
-    """The main graph's connected components (nodes joined by a tensor), each in graph order,
-    ordered by first node: the partition of every target that takes every node.
-
-    Needs no value types, so it may be computed while the loader's shape inference still runs
-    (the early part); shared by every target of the run.
-    """
-    early = model.precomputed.get(early_key("components"))
-    return early if early is not None else _all_components(model)
-
-
-def _groups(nodes: list[Node], root: list[int]) -> list[list[Node]]:
-    """Nodes grouped by root, each group in graph order, groups ordered by their first node."""
-    groups: dict[int, list[Node]] = {}  # root -> members; roots are the groups' lowest indexes
-    for n in nodes:
-        r = root[n.index]
-        members = groups.get(r)
-        if members is None:
-            groups[r] = [n]
-        else:
-            members.append(n)
-    return sorted(groups.values(), key=lambda g: g[0].index)
-
-
-def _components(nodes: list[Node], ok: list[bool], main: Graph) -> list[int]:
-    """For each node index, the lowest index of its island (nodes joined by a tensor, same status).
-
-    Union-find where a union always points the higher root at the lower one, so every parent
-    index is at most its child's; one forward pass then resolves each node to its root.
-    """
-    parent = list(range(len(nodes)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for n in nodes:
-        i = n.index
-        status = ok[i]
-        ri = -1  # the root of n's set, looked up on its first edge and kept current after each union
-        for v in n.outputs:
-            for c in v.consumers:
-                j = c.index
-                if c.graph is main and ok[j] == status:
-                    if ri < 0:
-                        ri = find(i)
-                    rj = j if parent[j] == j else find(j)  # most consumers are still singletons
-                    if ri < rj:
-                        parent[rj] = ri
-                    elif rj < ri:
-                        parent[ri] = rj
-                        ri = rj
-    for i, p in enumerate(parent):  # parents come first: parent[p] is already a root
-        parent[i] = parent[p]
-    return parent
 
 
 def _boundaries(island: Island) -> None:
@@ -180,4 +149,3 @@ def _boundaries(island: Island) -> None:
         for v in n.outputs:
             if v.name and (v.is_output or any(id(c) not in inside for c in v.consumers)):
                 island.outputs.append(v)
-

@@ -96,10 +96,3 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     for fmt in cls.formats:
         PASSES[(cls.name, fmt)] = cls
     return cls
-
-
-def load_passes(fmt: str = ONNX_FORMAT) -> dict[str, type[Pass]]:
-    """The registered passes for one model format, by rewrite name."""
-    from graphlint.fix import passes  # noqa: F401  (registers the built-in passes)
-
-    return {name: cls for (name, f), cls in PASSES.items() if f == fmt}

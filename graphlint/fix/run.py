@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from graphlint.errors import GraphlintError, InputError, UsageError
-from graphlint.fix.base import ONNX_FORMAT, OPENVINO_FORMAT, FixContext, Pass, load_passes
+from graphlint.fix.base import ONNX_FORMAT, OPENVINO_FORMAT, FixContext, Pass
+from graphlint.fix.passes import load_passes
 from graphlint.fix.manager import APPLIED, FixOutcome, PassManager
 from graphlint.fix.verify import Verifier
 from graphlint.lint import LintOptions

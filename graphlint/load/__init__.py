@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
 from graphlint.errors import InputError
 from graphlint.ir import Model
@@ -12,13 +13,15 @@ from graphlint.load.files import os_problem
 SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
 
 
-def load_model(path: str, defer_types: bool = False) -> Model:
-    """Load ``path`` by its suffix; raise InputError with one clear line when it cannot be read.
+def load_model(path: str) -> Model:
+    """The complete model at ``path``, by its suffix; InputError with one clear line when it cannot be read."""
+    return load_with_background(path, child=False)[0]
 
-    ``defer_types``: an ONNX model whose shape inference runs in a forked child is returned
-    before the child finishes; values other than main-graph inputs and constants may lack
-    their dtype/shape until ``model.ready()`` is called (OpenVINO models are always ready).
-    """
+
+def load_with_background(path: str, *, child: bool = True) -> tuple[Model, dict[str, Any]]:
+    """:func:`load_model`, and the results a child process still computes for the model
+    (``"onnx_checker"``: onnx.checker's verdict; an object with ``result()`` and ``cancel()``).
+    With ``child``, a big ONNX file's shape inference and checker run in a forked child."""
     try:
         st = os.stat(path)
     except (OSError, ValueError) as e:  # also ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
@@ -32,9 +35,9 @@ def load_model(path: str, defer_types: bool = False) -> Model:
     if kind == "onnx":
         from graphlint.load import onnx_loader
 
-        return onnx_loader.load(path, defer_types=defer_types)
+        return onnx_loader.load_with_background(path, child=child)
     if kind == "openvino":
         from graphlint.load import openvino_loader
 
-        return openvino_loader.load(path)
+        return openvino_loader.load(path), {}
     raise InputError(path, "unknown model format (expected .onnx or OpenVINO IR .xml)")

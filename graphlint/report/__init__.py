@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from dataclasses import dataclass, field
 
 from graphlint.engine import LintResult
+from graphlint.ir import gc_paused
 from graphlint.rule import Finding, Rule, Severity
 
 
@@ -38,17 +38,10 @@ class Run:
 
 
 def render(run: Run, fmt: str, *, color: bool = False) -> str:
-    # The models' IR (millions of objects) is still alive here. With the cyclic collector on,
-    # the hundreds of thousands of dicts a JSON/SARIF report builds trigger collections that
-    # rescan all of that IR and free nothing (seconds on a 100k-node model); reports hold no
-    # reference cycles, so pause the collector while rendering.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # The models' IR is still alive here, and a JSON/SARIF report builds hundreds of thousands
+    # of dicts: with the collector on, they would trigger collections that rescan the whole IR.
+    with gc_paused():
         return _render(run, fmt, color=color)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _render(run: Run, fmt: str, *, color: bool) -> str:

@@ -6,10 +6,11 @@ model and target), ``failures`` (models that could not be read) and ``summary``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from graphlint import __version__
-from graphlint.report import Run, jsonfmt
+from graphlint.report import Run
 from graphlint.rule import Finding
 
 SCHEMA = "graphlint-report/1"
@@ -64,4 +65,4 @@ def render_json(run: Run) -> str:
         | {"models": len(run.results), "failures": len(run.failures)},
         "notes": run.notes,
     }
-    return jsonfmt.dumps(doc, indent=2, default=str) + "\n"  # = json.dumps(doc, indent=2, default=str)
+    return json.dumps(doc, indent=2, default=str) + "\n"

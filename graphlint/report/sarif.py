@@ -10,13 +10,14 @@ the text .xml gets ``region.startLine``, binary .onnx/.bin get no region and our
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
 from urllib.parse import quote
 
 from graphlint import DOCS_URI, INFORMATION_URI, __version__
-from graphlint.report import Run, jsonfmt
+from graphlint.report import Run
 from graphlint.rule import Finding, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -171,5 +172,5 @@ def render_sarif(run: Run) -> str:
             "columnKind": "unicodeCodePoints",
         }],
     }
-    return jsonfmt.dumps(doc, indent=2, ensure_ascii=False) + "\n"  # = json.dumps(doc, indent=2, ensure_ascii=False)
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

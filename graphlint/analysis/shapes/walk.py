@@ -1,0 +1,205 @@
+"""The symbolic shape pass: one walk over the main graph in node order.
+
+For each node the pass folds it with numpy when its inputs are small constants
+(:mod:`.fold`), else runs the op's handler (:mod:`.handlers`) and merges its answer with the
+shape ONNX inference found (the handler's own dims first), and tracks 1-D int outputs element
+by element (:mod:`.svals`). Handlers record an event where an op needs two dims to agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from graphlint.analysis.shapes.facts import (
+    MAX_CONST,
+    MAX_SVAL,
+    SHAPE_DTYPES,
+    Event,
+    SDim,
+    ShapeFacts,
+    SShape,
+    contradicts,
+    is_placeholder,
+    merge,
+    to_polys,
+    unnamed_symbol,
+)
+from graphlint.analysis.shapes.fold import FOLD, fold
+from graphlint.analysis.shapes.handlers import CHECKED, HANDLED_DOMAINS, HANDLERS
+from graphlint.analysis.shapes.svals import SVAL_OPS
+from graphlint.analysis.symbolic import ONE, Poly, to_poly
+from graphlint.ir import ONNX_DOMAIN, Model, Node, Shape, Value
+
+_ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
+
+
+class ShapePass:
+    """One walk over the main graph; ``env`` binds symbols to numbers (a concrete evaluation),
+    ``base`` gives each value's IR shape (default: as ONNX inference left it)."""
+
+    def __init__(self, model: Model, env: Mapping[str, int] | None = None,
+                 base: Callable[[Value], Shape] | None = None) -> None:
+        self.model = model
+        self.env = env
+        self.f = ShapeFacts(env=env)
+        self._ir_shape = base
+        self._converted: dict[tuple, SShape] = {}  # IR shape -> polys (shapes repeat a lot)
+        self.shape = self.f.shape  # handlers ask for input shapes all the time: one call, not two
+
+    def base(self, v: Value) -> SShape:
+        """The value's IR shape as polys (symbols bound when evaluating)."""
+        shape = v.shape if self._ir_shape is None else self._ir_shape(v)
+        if shape is None:
+            return None
+        dims = self._converted.get(shape)
+        if dims is None:
+            dims = self._converted[shape] = to_polys(shape, self.env)
+        return dims
+
+    def declared(self, v: Value, base: SShape) -> SShape:
+        """A graph output's shape as the file declares it (before inference merged into it)."""
+        io = self.model.declared_io.get(v.name)
+        if io is None:
+            return base
+        shape = io[1]
+        return None if shape is None else tuple(None if is_placeholder(d) else to_poly(d) for d in shape)
+
+    def run(self) -> ShapeFacts:
+        f = self.f
+        g = self.model.graph
+        for v in g.inputs:
+            if v.const is not None:
+                continue
+            shape = v.shape
+            if shape is None:
+                f.shapes[v] = None
+                continue
+            dims: list[SDim] = []
+            for axis, d in enumerate(shape):
+                p = to_poly(d) if d is not None else Poly.sym(unnamed_symbol(v.name, axis))
+                for s in p.symbols:
+                    f.origins.setdefault(s, []).append((v.name, axis))
+                dims.append(p.subs(self.env) if self.env else p)
+            f.shapes[v] = tuple(dims)
+        for node in g.nodes:
+            try:
+                self.visit(node)
+            except Exception:  # a malformed node must not cost every shape rule its answer
+                for v in node.outputs:
+                    f.shapes.setdefault(v, self.base(v))
+        return f
+
+    def visit(self, node: Node) -> None:
+        f = self.f
+        outs = node.outputs
+        ins = node.inputs
+        op = node.op_type
+        if node.domain == ONNX_DOMAIN and ins:
+            all_const, foldable = self._constant_inputs(ins)
+            if all_const:
+                f.build_const.update(outs)
+            if foldable and outs and op in FOLD and self._try_fold(node, ins, outs):
+                return
+        if op == "Constant":
+            f.build_const.update(outs)
+        handler = HANDLERS.get(op) if node.domain in HANDLED_DOMAINS else None
+        bases = [self.base(v) for v in outs]
+        if handler is not None and op not in CHECKED and len(outs) == 1 and bases[0] is not None \
+                and None not in bases[0]:
+            handler = None  # inference already knows it and the op constrains nothing: skip the work
+        results: list[SShape] = []
+        if handler is not None:
+            try:
+                results = handler(node, self)
+            except _ERRORS:
+                results = []  # malformed node: leave its outputs to ONNX inference
+        shapes = f.shapes
+        for i, v in enumerate(outs):
+            mine = results[i] if i < len(results) else None
+            base = bases[i]
+            if v.is_output and not self.env:
+                declared = self.declared(v, base)
+                if contradicts(declared, mine):
+                    f.output_conflicts.append((v, declared, mine))
+            shapes[v] = mine if base is None else merge(mine, base)
+        if op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
+            self._shape_value(node, outs[0])
+
+    def _constant_inputs(self, ins: list[Value | None]) -> tuple[bool, bool]:
+        """(every input is a build-time constant, every input's data is known so numpy can fold).
+
+        Omitted optional inputs count as both. One loop that stops at the first input that is
+        neither: on a large graph almost every node has one as its first input.
+        """
+        build_const, consts = self.f.build_const, self.f.consts
+        all_const = True
+        for v in ins:
+            if v is None or v.const is not None or v in build_const:
+                continue
+            all_const = False
+            if v not in consts:
+                return False, False
+        return all_const, True
+
+    def _try_fold(self, node: Node, ins: list[Value | None], outs: list[Value]) -> bool:
+        """Fold a node whose inputs are all small constants; True when its output is now a constant."""
+        f = self.f
+        arrays = [f.const(v) if v is not None else None for v in ins]
+        if any(a is None for a, v in zip(arrays, ins, strict=True) if v is not None):
+            return False
+        folded = fold(node, arrays)
+        if folded is None or folded.size > MAX_CONST:
+            return False
+        f.consts[outs[0]] = folded
+        f.shapes[outs[0]] = tuple(Poly.const(d) for d in folded.shape)
+        return True
+
+    def _shape_value(self, node: Node, out: Value) -> None:
+        """Track a 1-D int output element by element (the shape tensors TensorRT talks about)."""
+        f = self.f
+        try:
+            sv = SVAL_OPS[node.op_type](node, self)
+        except _ERRORS:
+            sv = None
+        if sv is not None and len(sv) <= MAX_SVAL:
+            f.svals[out] = sv
+            if all(d is not None and d.is_const for d in sv):
+                arr = np.array([d.value for d in sv], dtype=np.int64)  # type: ignore[union-attr]
+                shp = f.shapes.get(out)
+                scalar = shp is not None and len(shp) == 0 and arr.size == 1
+                f.consts.setdefault(out, arr.reshape(()) if scalar else arr)
+
+    # helpers for handlers
+    def event(self, kind: str, node: Node, a: Poly, b: Poly, va: Value | None, vb: Value | None,
+              axis: int | None) -> None:
+        self.f.events.append(Event(kind, node, a, b, va, vb, axis))
+
+    def agree(self, node: Node, a: SDim, b: SDim, va: Value | None, vb: Value | None, axis: int | None,
+              broadcast: bool) -> SDim:
+        """Two dims that must be equal (or one of them 1 under broadcasting); returns the result dim."""
+        if a is None or b is None:
+            if broadcast:
+                other = a if b is None else b
+                return other if other is not None and other != ONE and other.is_const else None
+            return a if a is not None else b
+        if a == b:
+            return a
+        if broadcast and a == ONE:
+            return b
+        if broadcast and b == ONE:
+            return a
+        if a.is_const and b.is_const:
+            self.event("conflict", node, a, b, va, vb, axis)
+            return a
+        if a.is_const or b.is_const:
+            self.event("pinned", node, a, b, va, vb, axis)
+            return a if a.is_const else b
+        self.event("mismatch", node, a, b, va, vb, axis)
+        return a
+
+
+def _maybe_shape_value(v: Value, shape: SShape) -> bool:
+    """Only int tensors of rank 0 or 1 can carry dims (cheap filter before the value ops)."""
+    return (v.dtype is None or v.dtype in SHAPE_DTYPES) and (shape is None or len(shape) <= 1)

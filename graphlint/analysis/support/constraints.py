@@ -1,0 +1,276 @@
+"""Structured per-op constraints of the support tables, one checker per ``kind``.
+
+TensorRT's come from its operator matrix, ONNX Runtime's and OpenVINO's are written by hand; all
+share these checkers. A constraint is a table row such as ``{"kind": "attr_in", "attr": "mode",
+"values": [...]}``, optionally with ``when`` (attribute values it applies under), ``severity``,
+``text`` and ``source``. A checker returns (reason, constraint name) when the node breaks the
+constraint, else None. An unknown kind checks nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from graphlint.analysis.support.common import (
+    CONSTRAINT,
+    TENSOR_TYPES,
+    Issue,
+    attr,
+    const_value,
+    default,
+    fmt,
+    input_name,
+    is_constant,
+    named_input,
+    output_name,
+)
+from graphlint.ir import Node
+from graphlint.rule import Severity
+
+Verdict = tuple[str, str] | None
+Checker = Callable[[Node, dict[str, Any]], Verdict]
+CHECKERS: dict[str, Checker] = {}
+
+
+def checks(*kinds: str) -> Callable[[Checker], Checker]:
+    def register(fn: Checker) -> Checker:
+        for kind in kinds:
+            CHECKERS[kind] = fn
+        return fn
+
+    return register
+
+
+def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str) -> list[Issue]:
+    out: list[Issue] = []
+    for c in constraints:
+        when = c.get("when")
+        if when and any(attr(node, k) != v for k, v in when.items()):
+            continue
+        checker = CHECKERS.get(c["kind"])
+        res = checker(node, c) if checker is not None else None
+        if res is None:
+            continue
+        reason, name = res
+        sev = Severity.parse(c.get("severity", "error"))
+        text = c.get("text", "")
+        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source),
+                         extra={"constraint_text": text} if text else {}))
+    return out
+
+
+@checks("attr_in")
+def _attr_in(node: Node, c: dict[str, Any]) -> Verdict:
+    val = attr(node, c["attr"])
+    if val is not None and val not in c["values"]:
+        return f"sets {c['attr']}={val!r}; the engine takes only {fmt(c['values'])}", f"attr:{c['attr']}"
+    return None
+
+
+@checks("attr_absent")
+def _attr_absent(node: Node, c: dict[str, Any]) -> Verdict:
+    """Unsupported unless left at the schema default."""
+    bad = [a for a in c["attrs"] if a in node.attrs and node.attrs[a] != default(node, a)]
+    if bad:
+        return f"sets {', '.join(bad)}, which the engine does not support", f"attr:{bad[0]}"
+    return None
+
+
+@checks("attr_ignored")
+def _attr_ignored(node: Node, c: dict[str, Any]) -> Verdict:
+    if c["attr"] in node.attrs:
+        return f"sets {c['attr']}, which the engine ignores (results differ from the reference)", f"attr:{c['attr']}"
+    return None
+
+
+@checks("attr_ones")
+def _attr_ones(node: Node, c: dict[str, Any]) -> Verdict:
+    val = node.attrs.get(c["attr"])
+    if val and any(d != 1 for d in val):
+        return f"has {c['attr']}={list(val)}; only empty or all ones is supported", f"attr:{c['attr']}"
+    return None
+
+
+@checks("pads_symmetric")
+def _pads_symmetric(node: Node, c: dict[str, Any]) -> Verdict:
+    pads = node.attrs.get(c["attr"])
+    if pads and len(pads) % 2 == 0:
+        h = len(pads) // 2
+        if list(pads[:h]) != list(pads[h:]):
+            return f"has asymmetric pads {list(pads)}; begin and end pads must match", "attr:pads"
+    return None
+
+
+@checks("attr_iota")
+def _attr_iota(node: Node, c: dict[str, Any]) -> Verdict:
+    axes = node.attrs.get(c["attr"])
+    x = named_input(node, c.get("input", 0))
+    if axes and x is not None and x.rank is not None:
+        norm = [a % x.rank for a in axes]
+        if norm != list(range(x.rank)):
+            return f"has axes={list(axes)}; with tensor scales the axes must be 0..rank-1", "attr:axes"
+    return None
+
+
+@checks("const_input", "const_input_or_noop")
+def _const_input(node: Node, c: dict[str, Any]) -> Verdict:
+    init_only = bool(c.get("initializer"))
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is None:
+            continue
+        allow = c.get("allow_len")
+        if allow and v.shape is not None and len(v.shape) == 1 and v.shape[0] in allow:
+            continue  # the output rank is still known (e.g. one run-time axis)
+        name = input_name(node, i)
+        if not is_constant(v, initializer_only=init_only):
+            what = "an initializer" if init_only else "a build-time constant"
+            return f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}"
+        if "values" in c:
+            val = const_value(v)
+            if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
+                return f"input {name} is {bool(val.reshape(-1)[0])}; it must be {fmt(c['values'])}", f"input:{name}"
+    return None
+
+
+@checks("zero_input")
+def _zero_input(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is None:
+            continue
+        val = const_value(v)
+        name = input_name(node, i)
+        if val is None and v.const is None and not is_constant(v):
+            return f"input {name} is not a constant; it must be zero", f"input:{name}"
+        if val is not None and val.dtype.kind in "iuf" and (val != 0).any():
+            return f"input {name} has non-zero values; it must be zero", f"input:{name}"
+    return None
+
+
+@checks("input_value_below")
+def _input_value_below(node: Node, c: dict[str, Any]) -> Verdict:
+    val = const_value(named_input(node, c["input"]))
+    if val is not None and val.size == 1 and val.dtype.kind in "iu" and int(val.reshape(-1)[0]) >= c["limit"]:
+        name = input_name(node, c["input"])
+        return f"input {name} is {int(val.reshape(-1)[0])}; it must be below {c['limit']}", f"input:{name}"
+    return None
+
+
+@checks("input_absent")
+def _input_absent(node: Node, c: dict[str, Any]) -> Verdict:
+    present = [input_name(node, i) for i in c["inputs"] if named_input(node, i) is not None]
+    if present:
+        return f"uses input(s) {', '.join(present)}, which the engine does not support", f"input:{present[0]}"
+    return None
+
+
+@checks("output_unused")
+def _output_unused(node: Node, c: dict[str, Any]) -> Verdict:
+    used = [i for i in c["outputs"] if i < len(node.outputs) and node.outputs[i].name
+            and (node.outputs[i].consumers or node.outputs[i].is_output)]
+    if used:
+        names = [output_name(node, i) for i in used]
+        return f"uses output(s) {', '.join(names)}, which the engine does not produce", f"output:{names[0]}"
+    return None
+
+
+@checks("input_rank")
+def _input_rank(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is not None and v.rank is not None and v.rank not in c["ranks"]:
+            return (f"input {input_name(node, i)} has rank {v.rank}; the engine takes rank {fmt(c['ranks'])}",
+                    f"rank:{input_name(node, i)}")
+    return None
+
+
+@checks("spatial_rank")
+def _spatial_rank(node: Node, c: dict[str, Any]) -> Verdict:
+    v = named_input(node, c.get("input", 0))
+    if v is not None and v.rank is not None and v.rank - 2 not in c["ranks"]:
+        return f"has {v.rank - 2} spatial dimension(s); the engine takes {fmt(c['ranks'])}-D only", "rank:spatial"
+    return None
+
+
+@checks("static_input")
+def _static_input(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is not None and v.shape is not None and any(not isinstance(d, int) for d in v.shape):
+            return (f"input {input_name(node, i)} has dynamic dims {list(v.shape)}; they must be static",
+                    f"shape:{input_name(node, i)}")
+    return None
+
+
+@checks("static_axis_dim")
+def _static_axis_dim(node: Node, c: dict[str, Any]) -> Verdict:
+    v = named_input(node, c.get("input", 0))
+    axis = attr(node, c["attr"])
+    if v is not None and v.shape is not None and isinstance(axis, int) and -len(v.shape) <= axis < len(v.shape):
+        d = v.shape[axis]
+        if not isinstance(d, int):
+            return f"input dim {axis} is dynamic ({d!r}); it must be a build-time constant", "shape:axis"
+    return None
+
+
+@checks("last_dim")
+def _last_dim(node: Node, c: dict[str, Any]) -> Verdict:
+    v = named_input(node, c["input"])
+    if v is not None and v.shape and isinstance(v.shape[-1], int) and v.shape[-1] not in c["values"]:
+        return (f"input {input_name(node, c['input'])} has last dim {v.shape[-1]}; the engine takes "
+                f"{fmt(c['values'])} (real-valued input)", "shape:last_dim")
+    return None
+
+
+@checks("input_dtype")
+def _input_dtype(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is not None and v.dtype in TENSOR_TYPES and v.dtype not in c["types"]:
+            return (f"input {input_name(node, i)} is {v.dtype}; the engine takes {fmt(c['types'])}",
+                    f"dtype:{input_name(node, i)}")
+    return None
+
+
+@checks("output_dtype")
+def _output_dtype(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["outputs"]:
+        v = node.outputs[i] if i < len(node.outputs) else None
+        if v is not None and v.dtype in TENSOR_TYPES and v.dtype not in c["types"]:
+            return (f"output {output_name(node, i)} is {v.dtype}; the engine produces {fmt(c['types'])} only",
+                    f"dtype:{output_name(node, i)}")
+    return None
+
+
+@checks("input_len")
+def _input_len(node: Node, c: dict[str, Any]) -> Verdict:
+    v = named_input(node, c["input"])
+    if v is not None and v.shape is not None and len(v.shape) == 1 and isinstance(v.shape[0], int) \
+            and v.shape[0] not in c["values"]:
+        return (f"input {input_name(node, c['input'])} has {v.shape[0]} elements; the engine takes "
+                f"{fmt(c['values'])}", f"shape:{input_name(node, c['input'])}")
+    return None
+
+
+@checks("bidirectional_same_activations")
+def _bidirectional_same_activations(node: Node, c: dict[str, Any]) -> Verdict:
+    if node.attrs.get("direction") == "bidirectional":
+        acts = node.attrs.get("activations")
+        if acts and len(acts) % 2 == 0 and acts[: len(acts) // 2] != acts[len(acts) // 2:]:
+            return f"uses different forward/reverse activations {acts}", "attr:activations"
+    return None
+
+
+@checks("if_branches")
+def _if_branches(node: Node, c: dict[str, Any]) -> Verdict:
+    then_g, else_g = node.subgraphs.get("then_branch"), node.subgraphs.get("else_branch")
+    if then_g and else_g:
+        for a, b in zip(then_g.outputs, else_g.outputs, strict=False):
+            if a.rank is not None and b.rank is not None and a.rank != b.rank:
+                return (f"branch outputs '{a.name}' and '{b.name}' differ in rank ({a.rank} vs {b.rank})",
+                        "subgraph:rank")
+            if a.name == b.name:
+                return f"both branches name their output '{a.name}'; the names must differ", "subgraph:names"
+    return None

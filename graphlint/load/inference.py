@@ -1,0 +1,192 @@
+"""ONNX shape inference and onnx.checker, in-process or in a forked child.
+
+Shape inference is the largest single cost of linting a big model, and it is C++ that holds
+the GIL. When the machine has a second core and the file is large, the loader forks a child
+before it parses the file (:func:`start`): the child runs inference on the file by path
+(``onnx.shape_inference.infer_shapes_path``, so the bytes never pass through Python), sends
+back only the decoded types, and then runs onnx.checker, which only GL0001 waits for, so
+its verdict arrives while the parent runs the other rules. A child's answer counts only if it
+read the same file version as the parent (device, inode, size, mtime); otherwise, or when the
+child died, the parent does the work itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from typing import Any, NamedTuple
+
+import onnx
+
+from graphlint import procs
+from graphlint.ir import LoadIssue
+from graphlint.load.onnx_types import Types, decode_types
+
+# Below this file size a fork costs about what it saves (a 2,000-node model is about 0.7 MB).
+FORK_MIN_BYTES = 1 << 20
+
+FileKey = tuple[int, int, int, int]
+
+
+def file_key(fd: int) -> FileKey:
+    """Device, inode, size and mtime of an open file: which version of it was read."""
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def infer(model: onnx.ModelProto | bytes, issues: list[LoadIssue]) -> onnx.ModelProto | None:
+    """ONNX shape inference with data propagation; the inferred model, or None when it gave up.
+
+    Strict mode first: on a clean model that is the only run, and on a broken one its errors
+    (one line per failing node) are recorded as load issues; then a lenient run fills in every
+    type it still can."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except Exception as e:  # InferenceError, ValidationError, RuntimeError from C++
+        issues.extend(LoadIssue("shape-inference", line, value=_node_in(line)) for line in _error_lines(e))
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:
+        issues.append(LoadIssue("shape-inference", f"shape inference gave up: {_first_line(e)}"))
+        return None
+
+
+def _infer_path(path: str, scratch: str, issues: list[LoadIssue]) -> onnx.ModelProto | None:
+    """:func:`infer` on the file at ``path``, file to file through ``scratch``."""
+    try:
+        onnx.shape_inference.infer_shapes_path(path, scratch, check_type=True, strict_mode=True, data_prop=True)
+    except Exception as e:
+        issues.extend(LoadIssue("shape-inference", line, value=_node_in(line)) for line in _error_lines(e))
+        try:
+            onnx.shape_inference.infer_shapes_path(path, scratch, check_type=False, strict_mode=False, data_prop=True)
+        except Exception as e2:
+            issues.append(LoadIssue("shape-inference", f"shape inference gave up: {_first_line(e2)}"))
+            return None
+    return onnx.load_model(scratch, load_external_data=False)
+
+
+Inferred = tuple[Types | None, list[LoadIssue]]
+
+
+def infer_types(model: onnx.ModelProto | bytes) -> Inferred:
+    """Shape inference on a model, decoded to types (None when inference gave up), and its issues."""
+    issues: list[LoadIssue] = []
+    inferred = infer(model, issues)
+    return (None if inferred is None else decode_types(inferred)), issues
+
+
+def infer_types_at(path: str) -> tuple[FileKey, Inferred]:
+    """:func:`infer_types` on the file at ``path`` (the child's work), and which version it read."""
+    with open(path, "rb") as f:
+        key = file_key(f.fileno())
+    folder = tempfile.mkdtemp(prefix="graphlint-infer-")
+    try:
+        issues: list[LoadIssue] = []
+        try:
+            inferred = _infer_path(path, os.path.join(folder, "inferred.onnx"), issues)
+        except Exception:  # the scratch file could not be written or read back: from the bytes
+            with open(path, "rb") as f:
+                return key, infer_types(f.read())
+        return key, ((None if inferred is None else decode_types(inferred)), issues)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def checker_verdict(model: onnx.ModelProto | bytes) -> str | None:
+    """onnx.checker's verdict on the model as inference leaves it (what GL0001 reports): the
+    file's own bytes unless the checker fails them, since inference may type graph outputs that
+    the checker rejects untyped or unshaped."""
+    verdict = check(model)
+    if verdict is not None:
+        inferred = infer(model, [])
+        if inferred is not None:
+            verdict = check(inferred)
+    return verdict
+
+
+def check(model: onnx.ModelProto | bytes) -> str | None:
+    """What ``onnx.checker.check_model(model)`` says: None when it passes, else its message."""
+    try:
+        onnx.checker.check_model(model, full_check=False)
+        return None
+    except Exception as e:
+        return str(e).strip()
+
+
+def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
+    """:func:`checker_verdict` on the file at ``path`` (the child's work)."""
+    with open(path, "rb") as f:
+        key = file_key(f.fileno())
+        data = f.read()
+    return key, checker_verdict(data)
+
+
+class Started(NamedTuple):
+    """The child of one file: its inference job, then its checker job."""
+
+    child: procs.Child
+    inference: Any  # Future of infer_types_at
+    checker: Any  # Future of checker_verdict_at
+
+
+def start(path: str) -> Started | None:
+    """Fork the child for the file at ``path`` when it is worth it; None otherwise."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None  # the loader says why
+    if size < FORK_MIN_BYTES or not procs.can_fork():
+        return None
+    onnx.defs.has("Add")  # onnx's schema registry, built once here, is inherited instead of built there
+    child = procs.Child()
+    try:
+        inference = child.submit(infer_types_at, path)
+        checker = child.submit(checker_verdict_at, path)
+    except BaseException:
+        child.cancel()
+        raise
+    return Started(child, inference, checker)
+
+
+def joined(future: Any, key: FileKey | None) -> Any:
+    """A child's result, or procs.DIED when it died or read another version of the file."""
+    result = procs.Child.outcome(future)
+    if result is procs.DIED or result[0] != key:
+        return procs.DIED
+    return result[1]
+
+
+class CheckerVerdict:
+    """onnx.checker's verdict from the child (GL0001 waits for it), or in-process if it died."""
+
+    def __init__(self, started: Started, key: FileKey | None, model: onnx.ModelProto) -> None:
+        self.started, self.key, self.model = started, key, model
+
+    def result(self) -> str | None:
+        verdict = joined(self.started.checker, self.key)
+        self.started.child.close()
+        return check(self.model) if verdict is procs.DIED else verdict or None
+
+    def cancel(self) -> None:
+        self.started.child.cancel()
+
+
+_NODE_RE = re.compile(r"node name: ([^)]*)\)")
+
+
+def _node_in(line: str) -> str | None:
+    m = _NODE_RE.search(line)
+    return m.group(1).strip() if m else None
+
+
+def _error_lines(e: BaseException) -> list[str]:
+    text = str(e).strip()
+    text = re.sub(r"^\[ShapeInferenceError\] Inference error\(s\):\s*", "", text)
+    return [ln.strip() for ln in text.splitlines() if ln.strip()] or [type(e).__name__]
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

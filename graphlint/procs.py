@@ -1,0 +1,103 @@
+"""Work in forked child processes, through the standard library's process pools.
+
+The loader runs ONNX shape inference and onnx.checker in a child (graphlint.load.inference),
+and a run over several models lints each in a worker of its own (graphlint.lint). Each such
+child is a :class:`Child`: a ``ProcessPoolExecutor`` of one forked process, so that one child
+can be stopped (a time budget) without breaking another's work. Forking is used only where it
+is safe and pays: POSIX, two cores or more (``--jobs``/``GRAPHLINT_JOBS`` 1: everything in
+one process), no other thread running, and not in a worker whose siblings have the other cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+DIED = object()  # what Child.outcome() gives for a job whose process died or raised
+_JOBS: int | None = None  # set_jobs(): the command line's --jobs
+_IN_WORKER = False  # a worker whose siblings have the other cores forks no children of its own
+_LIVE: set[Child] = set()
+
+
+def set_jobs(n: int) -> None:
+    """Use at most ``n`` processes from now on (``--jobs``; 1: no forking at all)."""
+    global _JOBS
+    _JOBS = n
+
+
+def jobs() -> int:
+    """Processes a run may use: ``--jobs``, else ``GRAPHLINT_JOBS`` when it is a number, else the core count."""
+    if _JOBS is not None:
+        return _JOBS
+    env = os.environ.get("GRAPHLINT_JOBS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether a child may help here (and cannot deadlock: forking a threaded process can)."""
+    if not hasattr(os, "fork") or _IN_WORKER or jobs() < 2:
+        return False
+    return threading.active_count() == 1
+
+
+def _in_worker(share_cores: bool) -> None:
+    """Initializer of a worker: it owns none of its parent's children (it inherited their records)."""
+    global _IN_WORKER
+    _LIVE.clear()
+    _IN_WORKER = share_cores
+
+
+class Child:
+    """One forked process running the jobs given to :meth:`submit` one after another."""
+
+    def __init__(self, *, worker: bool = False, share_cores: bool = True) -> None:
+        ctx = multiprocessing.get_context("fork")
+        init = (_in_worker, (share_cores,)) if worker else (_LIVE.clear, ())
+        self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=init[0], initargs=init[1])
+        self._process: Any = None
+        _LIVE.add(self)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        first = self._process is None
+        before = set(multiprocessing.active_children()) if first else set()
+        future = self._pool.submit(fn, *args)
+        if first:  # the executor forks its process in the first submit
+            new = set(multiprocessing.active_children()) - before
+            self._process = next(iter(new), None)
+        return future
+
+    @staticmethod
+    def outcome(future: Future) -> Any:
+        """The job's result, or DIED when its process died or the job raised (the caller then
+        does the work itself, and sees the error if there is one)."""
+        try:
+            return future.result()
+        except Exception:
+            return DIED
+
+    def cancel(self) -> None:
+        """Kill the process and forget its jobs: it must not outlive the model it works for."""
+        _LIVE.discard(self)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._process is not None:
+            with contextlib.suppress(Exception):
+                self._process.kill()
+                self._process.join()
+
+    def close(self) -> None:
+        """Wait for the jobs given and let the process end."""
+        _LIVE.discard(self)
+        self._pool.shutdown(wait=True)
+
+
+def cancel_all() -> None:
+    """Stop every child still running (a time budget ran out, or the command ends)."""
+    for child in list(_LIVE):
+        child.cancel()
