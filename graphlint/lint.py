@@ -9,6 +9,8 @@ models: each in a worker process of its own (graphlint.procs), up to ``jobs`` at
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import os
 import signal
 import threading
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint import registry
+from graphlint import registry, workers
 from graphlint.analysis import Analyses
 from graphlint.engine import LintResult, run_rules
 from graphlint.errors import GraphlintError, InputError
@@ -132,9 +134,12 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
     if opts.jobs > 1 and len(paths) > 1:
-        from graphlint import workers
-
-        per_path = workers.lint_each(paths, explicit, rules, opts)
+        _warm(paths, explicit)
+        quiet = dataclasses.replace(opts, on_model=None)  # progress is shown as workers start
+        per_path = workers.lint_each(
+            paths, functools.partial(lint_one, explicit=explicit, rules=rules, opts=quiet),
+            functools.partial(budget_outcome, seconds=opts.time_budget),
+            jobs=opts.jobs, time_budget=opts.time_budget, on_model=opts.on_model)
     else:
         per_path = [lint_one(path, explicit, rules, opts) for path in paths]
     results: list[LintResult] = []
@@ -147,6 +152,19 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
 
 
 Outcome = tuple[list[LintResult], LoadFailure | None]
+
+
+def _warm(paths: list[str], explicit: list[Target]) -> None:
+    """Build once here what every worker would otherwise build for itself: onnx's operator
+    schema registry and the targets' data tables (forked workers inherit them)."""
+    kinds = {model_kind(p) for p in paths}
+    if "onnx" in kinds:
+        import onnx
+
+        onnx.defs.has("Add")
+    for target in explicit or [resolve(DEFAULT_TARGET[k]) for k in sorted(kinds)]:
+        for key in target.profile.get("data", {}):
+            target.data(key)
 
 
 def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions,
@@ -170,6 +188,10 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: L
 
 def model_kind(path: str) -> str:
     return "openvino" if path.lower().endswith(".xml") else "onnx"
+
+
+def budget_outcome(path: str, seconds: float) -> Outcome:
+    return [], budget_failure(path, seconds)
 
 
 def budget_failure(path: str, seconds: float) -> LoadFailure:

@@ -15,48 +15,49 @@ What comes back of a model is its findings, statistics and timings, and its head
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import TYPE_CHECKING
+from typing import Any
 
 from graphlint import procs
 from graphlint.ir import Graph, Model
-from graphlint.rule import Rule
-from graphlint.target import Target
-
-if TYPE_CHECKING:
-    from graphlint.lint import LintOptions, Outcome
 
 # Seconds past the time budget before the parent kills a worker: the worker's own timer
 # reports an overrun itself unless a C++ call holds it.
 BUDGET_MARGIN = 10.0
 
+Outcome = tuple[list[Any], Any]  # (LintResults, LoadFailure or None), as graphlint.lint.lint_one returns
+# The job of the workers forked next: each inherits it (a worker gets only its path's index, since
+# the options hold closures that cannot be pickled).
+_LINT: Callable[[str], Outcome] | None = None
+_PATHS: list[str] = []
 
-def lint_each(paths: list[str], explicit: list[Target], rules: list[type[Rule]], opts: LintOptions) -> list[Outcome]:
-    """Each path's outcome, in the order given, linted up to ``opts.jobs`` at a time."""
-    from graphlint.lint import budget_failure, lint_one
 
+def lint_each(paths: list[str], lint: Callable[[str], Outcome], overrun: Callable[[str], Outcome], *,
+              jobs: int, time_budget: float, on_model: Callable[[str], None] | None) -> list[Outcome]:
+    """Each path's outcome (``lint(path)``), in the order given, linted up to ``jobs`` at a time;
+    ``overrun(path)`` is the outcome of a worker killed past the budget."""
+    global _LINT, _PATHS
     if not procs.can_fork():
-        return [lint_one(path, explicit, rules, opts) for path in paths]
-    _warm(paths, explicit)
-    quiet = dataclasses.replace(opts, on_model=None)  # progress is shown here, as workers start
+        return [lint(path) for path in paths]
+    _LINT, _PATHS = lint, paths
     outcomes: list[Outcome | None] = [None] * len(paths)
     queue = deque(sorted(range(len(paths)), key=lambda i: _size(paths[i])))
     running: dict[Future, tuple[int, procs.Child, float]] = {}  # job -> (path index, worker, deadline)
-    limit = min(opts.jobs, len(paths))
+    limit = min(jobs, len(paths))
     try:
         while queue or running:
             while queue and len(running) < limit:
                 i = queue.popleft()
-                if opts.on_model:
-                    opts.on_model(paths[i])
-                last = not queue
-                worker = procs.Child(worker=True, share_cores=not last)
-                future = worker.submit(_work, paths[i], explicit, rules, quiet)
-                deadline = time.monotonic() + opts.time_budget + BUDGET_MARGIN if opts.time_budget else float("inf")
+                if on_model:
+                    on_model(paths[i])
+                # The last model runs its shape inference in a child as a one-model run does.
+                worker = procs.Child(worker=True, share_cores=bool(queue))
+                future = worker.submit(_work, i)
+                deadline = time.monotonic() + time_budget + BUDGET_MARGIN if time_budget else float("inf")
                 running[future] = (i, worker, deadline)
             soonest = min(d for _, _, d in running.values()) - time.monotonic()
             done, _ = wait(list(running), timeout=None if soonest == float("inf") else max(soonest, 0),
@@ -65,24 +66,23 @@ def lint_each(paths: list[str], explicit: list[Target], rules: list[type[Rule]],
                 i, worker, _ = running.pop(future)
                 result = procs.Child.outcome(future)
                 worker.close()
-                outcomes[i] = lint_one(paths[i], explicit, rules, quiet) if result is procs.DIED else result
+                outcomes[i] = lint(paths[i]) if result is procs.DIED else result
             now = time.monotonic()
             for future, (i, worker, deadline) in list(running.items()):
                 if now >= deadline:
                     del running[future]
                     worker.cancel()
-                    outcomes[i] = ([], budget_failure(paths[i], opts.time_budget))
+                    outcomes[i] = overrun(paths[i])
     finally:
         for _, worker, _ in running.values():  # Ctrl-C: no worker outlives the run
             worker.cancel()
     return outcomes  # type: ignore[return-value]
 
 
-def _work(path: str, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions) -> Outcome:
+def _work(i: int) -> Outcome:
     """A worker's job: one model, linted in this process, its IR left behind."""
-    from graphlint.lint import lint_one
-
-    results, failure = lint_one(path, explicit, rules, opts)
+    assert _LINT is not None
+    results, failure = _LINT(_PATHS[i])
     if results:  # one model, loaded once for every target: one header, shared as the model was
         header = detached(results[0].model)
         for res in results:
@@ -106,19 +106,3 @@ def _size(path: str) -> int:
         return os.stat(path).st_size
     except (OSError, ValueError):
         return 0  # the worker reports why
-
-
-def _warm(paths: list[str], explicit: list[Target]) -> None:
-    """Build once here what every worker would otherwise build for itself: onnx's operator
-    schema registry and the targets' data tables (forked workers inherit them)."""
-    import onnx
-
-    from graphlint.lint import DEFAULT_TARGET, model_kind
-    from graphlint.target import resolve
-
-    kinds = {model_kind(p) for p in paths}
-    if "onnx" in kinds:
-        onnx.defs.has("Add")
-    for target in explicit or [resolve(DEFAULT_TARGET[k]) for k in sorted(kinds)]:
-        for key in target.profile.get("data", {}):
-            target.data(key)

@@ -28,10 +28,10 @@ def lint(file: str, target: str, select: str, shapes: list[str] | None = None):
 
 
 def load_stats(file: str) -> dict:
+    """The model's stats once the shape analysis has recorded its counts."""
     from graphlint.analysis import Analyses
     from graphlint.load import load_model
-    from graphlint.target import resolve
 
-    model = load_model(file)
-    Analyses(model, resolve("trt")).get("shapes")
-    return model.stats
+    analyses = Analyses(load_model(file))
+    analyses.get("shapes", None)
+    return analyses.stats

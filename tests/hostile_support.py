@@ -16,10 +16,8 @@ from urllib.parse import quote
 
 from click.testing import CliRunner
 
-from graphlint.cli import _register_subcommands, cli
+from graphlint.cli import cli
 from tests.conftest import validate_sarif
-
-_registered = False
 
 
 @dataclass
@@ -32,10 +30,6 @@ class Outcome:
 
 def lint_cli(*args: str) -> Outcome:
     """``graphlint ARGS`` in this process (fast: imports and rule loading are paid once)."""
-    global _registered
-    if not _registered:
-        _register_subcommands()
-        _registered = True
     res = CliRunner().invoke(cli, list(args), catch_exceptions=True)
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise AssertionError(f"exception escaped the CLI: {res.exception!r}") from res.exception

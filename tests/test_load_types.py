@@ -1,7 +1,5 @@
-"""The loader reads inferred types from a look-alike message that parses only the graphs'
-value_info, inputs and outputs (``onnx_loader._types_only``); it must find exactly what the
-full onnx.ModelProto holds, in every graph the converter visits (If branches, Loop bodies,
-bodies inside functions and inside custom-domain nodes), for every kind of type."""
+"""The loader reads the inferred types of every graph it builds (If branches, Loop bodies, bodies
+inside functions and inside custom-domain nodes), for every kind of type."""
 
 from __future__ import annotations
 
@@ -11,7 +9,8 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from graphlint.load import onnx_loader, shape_infer
+from graphlint.load import inference, load_model
+from graphlint.load.onnx_types import decode_types, graph_holders, graph_protos
 
 
 def _branch(name: str, out: str) -> onnx.GraphProto:
@@ -55,39 +54,41 @@ def _model() -> onnx.ModelProto:
                         opset_imports=[h.make_opsetid("", 17), h.make_opsetid("custom", 1)])
 
 
-def test_types_only_parse_matches_the_full_model() -> None:
-    data = _model().SerializeToString()
-    inferred = onnx_loader.infer_shapes(data, []) or data
-    full = onnx_loader.decode_types(onnx.ModelProto.FromString(inferred))
-    lite = onnx_loader.decode_types(onnx_loader._types_only().FromString(inferred))
-    assert lite == full
-    # main, then, else, the function's Loop body, the custom node's body
-    assert len(full.graphs) == len(list(shape_infer.graph_protos(onnx.ModelProto.FromString(inferred)))) == 5
-    names = {n for graph_names, _ in full.graphs for n in graph_names}
+def test_types_of_every_graph_the_builder_visits(tmp_path) -> None:
+    """decode_types() reads the graphs in the order the IR builder visits them (main, If
+    branches, the function's Loop body, a custom node's body), every kind of type, and the
+    loaded IR carries them."""
+    inferred = inference.infer(_model().SerializeToString(), []) or _model()
+    types = decode_types(inferred)
+    assert len(types.graphs) == len(list(graph_protos(inferred))) == 5
+    names = {n for graph_names, _ in types.graphs for n in graph_names}
     assert {"x", "größe", "s", "o", "acc", "u", "t", "e"} <= names
-    table = dict(zip(*full.graphs[0], strict=True))
-    assert full.table[table["x"]] == ("float32", ("batch", 3, None))
-    assert full.table[table["s"]] == ("sequence_type", None)
-    assert full.table[table["o"]] == ("optional_type", None)
+    table = dict(zip(*types.graphs[0], strict=True))
+    assert types.table[table["x"]] == ("float32", ("batch", 3, None))
+    assert types.table[table["s"]] == ("sequence_type", None)
+    assert types.table[table["o"]] == ("optional_type", None)
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(), path)
+    model = load_model(str(path))
+    values = model.graph.values
+    assert (values["x"].dtype, values["x"].shape) == ("float32", ("batch", 3, None))
+    assert values["s"].dtype == "sequence_type" and values["größe"].dtype == "int64"
+    then = model.graph.nodes[0].subgraphs["then_branch"]
+    assert then.values["t"].dtype == "float32"
+    body = model.functions[("custom", "Twice")].nodes[0].subgraphs["body"]
+    assert body.values["c_out"].dtype == "bool"
 
 
-def test_graph_holders_found_in_serialized_nodes() -> None:
-    """The look-alike keeps nodes serialized and finds the ones holding graphs by the bytes
-    protobuf writes for a graph-typed attribute. The same bytes inside tensor data (a Constant,
-    a custom node's tensor attribute) cost a parse but add no graph."""
+def test_graph_holders_are_found_by_op_type() -> None:
+    """Only nodes that may hold graphs are looked into: default-domain If/Loop/Scan/SequenceMap
+    and every other domain's nodes; a Constant whose tensor happens to hold the bytes protobuf
+    writes for a graph attribute adds no graph."""
     marks = np.frombuffer(b"\xa0\x01\x05\xa0\x01\x0a" * 4, dtype=np.uint8)
     model = _model()
     model.graph.node.extend([
         h.make_node("Constant", [], ["k"], name="marks", value=numpy_helper.from_array(marks, "k")),
         h.make_node("Tagged", ["k"], ["k2"], name="tagged", domain="custom", t=numpy_helper.from_array(marks, "t")),
     ])
-    data = model.SerializeToString()
-    inferred = onnx_loader.infer_shapes(data, []) or data
-    for blob in (data, inferred):
-        lite = onnx_loader._types_only().FromString(blob)
-        holders = onnx_loader._serialized_graph_holders(lite.graph.node)
-        # The marks in Tagged's tensor make it a candidate (it holds no graph); the Constant's are
-        # filtered out by op type; Twice has no marks and is never parsed.
-        assert [n.op_type for n in holders] == ["If", "Wrapper", "Tagged"]
-        full = onnx_loader.decode_types(onnx.ModelProto.FromString(blob))
-        assert onnx_loader.decode_types(lite) == full and len(full.graphs) == 5
+    holders = graph_holders(model.graph.node)
+    assert [n.op_type for n in holders] == ["If", "Twice", "Wrapper", "Tagged"]
+    assert len(decode_types(model).graphs) == 5

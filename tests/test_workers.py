@@ -1,4 +1,4 @@
-"""Several models in one run, each linted in a forked worker (graphlint.workers).
+"""Several models in one run, each linted in a worker process (graphlint.workers).
 
 The run must be what one process gives: same findings, failures and order, whatever order
 the workers finish in; a worker that dies has its model linted again in-process; a worker
@@ -7,6 +7,7 @@ stuck past the time budget is stopped by the parent.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -15,8 +16,8 @@ import time
 import pytest
 from fork_support import rerun_unthreaded
 
-from graphlint import forked, workers
-from graphlint.lint import LintOptions, lint_paths, selected_rules
+from graphlint import procs, workers
+from graphlint.lint import LintOptions, budget_outcome, lint_one, lint_paths, selected_rules
 from graphlint.report import render
 from graphlint.rule import Rule, Severity
 from graphlint.target import resolve
@@ -40,6 +41,13 @@ def paths(tmp_path_factory) -> list[str]:
     copy = folder / "convnet_copy.onnx"
     shutil.copy(out[1], copy)
     return [*out, str(copy)]
+
+
+def _each(paths: list[str], rules: list, opts: LintOptions) -> list:
+    """workers.lint_each as lint_paths calls it, with these rules for the trt target."""
+    return workers.lint_each(paths, functools.partial(lint_one, explicit=[resolve("trt")], rules=rules, opts=opts),
+                             functools.partial(budget_outcome, seconds=opts.time_budget),
+                             jobs=opts.jobs, time_budget=opts.time_budget, on_model=None)
 
 
 def _report(run) -> str:
@@ -80,7 +88,7 @@ def test_a_worker_that_dies_has_its_model_linted_here(paths, request):
     good = [p for p in paths if p.endswith("convnet_opset17.onnx") or p.endswith("convnet_copy.onnx")]
     rules = [*selected_rules(LintOptions(select=["GL2"])), _DiesInWorkers]
     opts = LintOptions(jobs=2)
-    outcomes = workers.lint_each(good, [resolve("trt")], rules, opts)
+    outcomes = _each(good, rules, opts)
     assert [failure for _, failure in outcomes] == [None, None]
     for (results,), path in zip((o[0] for o in outcomes), good, strict=True):
         assert results.model.path == path and results.model.graph.nodes  # linted in this process: IR kept
@@ -108,12 +116,16 @@ def test_the_parent_stops_a_worker_stuck_past_the_budget(paths, request, monkeyp
     monkeypatch.setattr(workers, "BUDGET_MARGIN", 0.5)
     good = [p for p in paths if p.endswith("convnet_opset17.onnx") or p.endswith("convnet_copy.onnx")]
     t0 = time.monotonic()
-    outcomes = workers.lint_each(good, [resolve("trt")], [_Stuck], LintOptions(jobs=2, time_budget=1.0))
+    outcomes = _each(good, [_Stuck], LintOptions(jobs=2, time_budget=1.0))
     assert time.monotonic() - t0 < 30
     (ok, none), (nothing, failure) = outcomes
     assert none is None and ok and ok[0].model.path == good[0]
     assert nothing == [] and failure.path == good[1] and "time budget of 1 s" in failure.message
-    assert not forked._LIVE  # the stuck worker was killed and reaped
+    assert not procs._LIVE  # the stuck worker was killed and reaped
+
+
+def _live_children() -> int:
+    return len(procs._LIVE)
 
 
 def test_a_child_owns_none_of_its_siblings(request):
@@ -121,10 +133,13 @@ def test_a_child_owns_none_of_its_siblings(request):
     parent's other workers, which it inherits the records of when forked."""
     if rerun_unthreaded(request):
         return
-    sibling = forked.start(lambda: time.sleep(30), gated=True)
+    sibling = procs.Child(worker=True)
+    sibling.submit(time.sleep, 30)
     try:
-        assert forked.start(lambda: len(forked._LIVE)).join() == 0
-        assert sibling in forked._LIVE
+        child = procs.Child(worker=True)
+        assert child.submit(_live_children).result() == 0
+        child.close()
+        assert sibling in procs._LIVE
     finally:
         sibling.cancel()
 
@@ -135,3 +150,28 @@ def test_cli_jobs_one_and_default_write_the_same_report(paths, cli, tmp_path):
     many = cli("check", *readable, "-t", "trt", "-f", "sarif", "-o", str(tmp_path / "many.sarif"))
     assert one.code == many.code
     assert (tmp_path / "one.sarif").read_text() == (tmp_path / "many.sarif").read_text()
+
+
+class _Pid(Rule):
+    """Says which process linted the model."""
+
+    id = "GL9903"
+    name = "pid"
+    severity = Severity.INFO
+
+    def check(self, ctx):
+        yield ctx.finding(None, f"pid {os.getpid()}")
+
+
+def test_workers_take_options_that_cannot_be_pickled(paths, request):
+    """The configuration's per-model hook is a closure: the workers inherit the job instead of
+    receiving it pickled, so the models are really linted there."""
+    if rerun_unthreaded(request):
+        return
+    good = [p for p in paths if p.endswith("convnet_opset17.onnx") or p.endswith("convnet_copy.onnx")]
+    seen: list[str] = []
+    opts = LintOptions(jobs=2, per_model=lambda path, target: (seen.append(path) or target, {}))
+    outcomes = _each(good, [_Pid], opts)
+    pids = [f.message for results, _ in outcomes for r in results for f in r.findings]
+    assert len(set(pids)) == 2 and f"pid {os.getpid()}" not in pids
+    assert seen == []  # the hook ran in the workers, not here

@@ -69,6 +69,12 @@ def early_key(name: str) -> str:
     return f"early:{name}"
 
 
+def names() -> list[str]:
+    """Every registered analysis (the built-in ones and those rule packs registered), sorted."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
 def registered(name: str) -> Spec:
     _load_builtin()
     spec = _REGISTRY.get(name)

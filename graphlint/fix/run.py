@@ -15,8 +15,8 @@ import numpy as np
 
 from graphlint.errors import GraphlintError, InputError, UsageError
 from graphlint.fix.base import ONNX_FORMAT, OPENVINO_FORMAT, FixContext, Pass
-from graphlint.fix.passes import load_passes
 from graphlint.fix.manager import APPLIED, FixOutcome, PassManager
+from graphlint.fix.passes import load_passes
 from graphlint.fix.verify import Verifier
 from graphlint.lint import LintOptions
 from graphlint.rewrites import CATALOGUE

@@ -64,7 +64,10 @@ def _infer_path(path: str, scratch: str, issues: list[LoadIssue]) -> onnx.ModelP
         except Exception as e2:
             issues.append(LoadIssue("shape-inference", f"shape inference gave up: {_first_line(e2)}"))
             return None
-    return onnx.load_model(scratch, load_external_data=False)
+    inferred = onnx.load_model(scratch, load_external_data=False)
+    if not inferred.HasField("graph"):  # onnx does not check its write (a full disk leaves the file empty)
+        raise OSError("shape inference wrote no model")
+    return inferred
 
 
 Inferred = tuple[Types | None, list[LoadIssue]]

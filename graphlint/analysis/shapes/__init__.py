@@ -47,7 +47,7 @@ from graphlint.analysis.shapes.facts import (
     shape_text,
     unnamed_symbol,
 )
-from graphlint.analysis.shapes.walk import ShapePass
+from graphlint.analysis.shapes.walk import ShapeWalk
 from graphlint.analysis.symbolic import to_poly
 from graphlint.ir import ONNX, Model, Value
 
@@ -89,7 +89,7 @@ def shapes_analysis(ctx: AnalysisContext) -> ShapeFacts:
 def run(model: Model, env: Mapping[str, int] | None = None, facts: ShapeFacts | None = None) -> ShapeFacts:
     """The symbolic pass (``env`` None) or a concrete evaluation with symbols bound to ints;
     ``facts``: the symbolic pass's, whose refined shapes the evaluation then starts from."""
-    return ShapePass(model, env, None if facts is None else facts.refined).run()
+    return ShapeWalk(model, env, None if facts is None else facts.refined).run()
 
 
 def evaluate(model: Model, input_shapes: Mapping[str, tuple[int, ...]], facts: ShapeFacts | None = None) -> ShapeFacts:

@@ -7,17 +7,13 @@ of a shape, Concat, arithmetic...), so a Reshape target built from ``Shape`` is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphlint.analysis.shapes.facts import MAX_SVAL, SDim
-from graphlint.analysis.shapes.handlers.registry import shape_range
+from graphlint.analysis.shapes.handlers.registry import ShapePass, shape_range
 from graphlint.analysis.symbolic import Poly, product
 from graphlint.ir import Node
-
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
 
 
 def _sv_shape(node: Node, p: ShapePass) -> list[SDim] | None:

@@ -35,7 +35,7 @@ from graphlint.ir import ONNX_DOMAIN, Model, Node, Shape, Value
 _ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
 
 
-class ShapePass:
+class ShapeWalk:
     """One walk over the main graph; ``env`` binds symbols to numbers (a concrete evaluation),
     ``base`` gives each value's IR shape (default: as ONNX inference left it)."""
 

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from graphlint.analysis.shapes.facts import SDim, SShape
-from graphlint.analysis.shapes.handlers.registry import handles
+from graphlint.analysis.shapes.handlers.registry import ShapePass, handles
 from graphlint.analysis.symbolic import ONE
 from graphlint.ir import Node, Value
-
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
-
 
 SAME_SHAPE = ["Identity", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Not", "Cast", "CastLike", "Softmax", "LogSoftmax", "Hardmax", "Gelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Clip", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "IsNaN", "IsInf", "LpNormalization", "InstanceNormalization", "BatchNormalization", "LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization", "GroupNormalization", "CumSum", "Trilu", "Dropout", "QuantizeLinear", "DequantizeLinear", "ScatterND", "ScatterElements", "Scatter", "Shrink", "ThresholdedRelu", "QuickGelu", "FastGelu", "BiasGelu", "BiasAdd", "BiasSplitGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "RotaryEmbedding", "DynamicQuantizeLinear"]
 

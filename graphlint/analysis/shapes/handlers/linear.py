@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from graphlint.analysis.shapes.facts import SDim, SShape
 from graphlint.analysis.shapes.handlers.elementwise import broadcast
-from graphlint.analysis.shapes.handlers.registry import handles
+from graphlint.analysis.shapes.handlers.registry import ShapePass, handles
 from graphlint.analysis.symbolic import ONE, Poly
 from graphlint.ir import Node
-
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
 
 
 @handles("MatMul", "MatMulInteger", "FusedMatMul")

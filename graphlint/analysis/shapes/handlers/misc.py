@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from graphlint.analysis.shapes.facts import SDim, SShape
-from graphlint.analysis.shapes.handlers.registry import axes_of, handles, shape_range
+from graphlint.analysis.shapes.handlers.registry import ShapePass, axes_of, handles, shape_range
 from graphlint.analysis.symbolic import ONE, Poly
 from graphlint.ir import Node
-
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
 
 
 @handles("Shape")

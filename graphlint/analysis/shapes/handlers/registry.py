@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from graphlint.analysis.shapes.facts import SShape
-from graphlint.ir import ONNX_DOMAIN, Node
+from graphlint.analysis.shapes.facts import SDim, ShapeFacts, SShape
+from graphlint.analysis.symbolic import Poly
+from graphlint.ir import ONNX_DOMAIN, Node, Value
 
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
+
+class ShapePass(Protocol):
+    """What handlers use of the pass (graphlint.analysis.shapes.walk.ShapeWalk)."""
+
+    f: ShapeFacts
+
+    def shape(self, v: Value | None) -> SShape: ...
+
+    def agree(self, node: Node, a: SDim, b: SDim, va: Value | None, vb: Value | None, axis: int | None,
+              broadcast: bool) -> SDim: ...
+
+    def event(self, kind: str, node: Node, a: Poly, b: Poly, va: Value | None, vb: Value | None,
+              axis: int | None) -> None: ...
+
 
 # A handler: (node, pass) -> the shapes of the node's outputs, in order (fewer: the rest unknown).
-Handler = Callable[[Node, "ShapePass"], list[SShape]]
+Handler = Callable[[Node, ShapePass], list[SShape]]
 HANDLERS: dict[str, Handler] = {}
 HANDLED_DOMAINS = frozenset({ONNX_DOMAIN, "com.microsoft"})
 

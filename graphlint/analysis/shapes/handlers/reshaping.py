@@ -3,18 +3,13 @@ Gather, Slice, Tile, Split, Pad."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from graphlint.analysis.shapes.facts import INT_MAX, SDim, SShape
 from graphlint.analysis.shapes.handlers.elementwise import broadcast
-from graphlint.analysis.shapes.handlers.registry import axes_of, handles
+from graphlint.analysis.shapes.handlers.registry import ShapePass, axes_of, handles
 from graphlint.analysis.symbolic import ONE, Poly, product
 from graphlint.ir import Node
-
-if TYPE_CHECKING:
-    from graphlint.analysis.shapes.walk import ShapePass
 
 
 @handles("Concat")
