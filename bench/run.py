@@ -5,8 +5,10 @@ gives that child's own peak RSS and CPU time). Commands of a scenario run interl
 round-robin, ``--runs`` times, so background load hits baseline and graphlint alike;
 the report shows medians and the ratios the performance goals are stated in:
 
-    big100k   100k nodes, every rule, --target trt:  wall <= 1.0x (onnx.load + checker +
-              infer_shapes(data_prop=True)),  peak RSS <= 2x bare onnx.load
+    big100k   100k-node transformer-like graph, every rule, --target trt: wall <= 1.3x (onnx.load +
+              checker + infer_shapes(data_prop=True)), peak RSS <= 2x bare onnx.load; with
+              --before TREE also another source tree of graphlint, with --doctor onnx-doctor
+    dag100k   the same for a 100k-node DAG of residual MatMul/Add/Tanh/Sigmoid/Mul blocks
     weights   ~5k nodes with ~0 / 200 MB / 2 GB external weights: wall and RSS flat (<= 1.10x)
     openvino  OpenVINO IR with tens of thousands of layers vs openvino's read_model
     ci        several mid-size models in one graphlint call vs one process running
@@ -16,6 +18,7 @@ the report shows medians and the ratios the performance goals are stated in:
     python bench/make_models.py          # once (about 3 minutes, mostly the OpenVINO IR)
     python bench/run.py                  # every scenario, 5 runs each
     python bench/run.py big100k --runs 3 --stats
+    python bench/run.py big100k dag100k --runs 7 --before ../arch-base --doctor DOCTOR_VENV/bin/onnx-doctor
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+import compare_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
@@ -53,8 +58,12 @@ class Sample:
 
 
 def measure(cmd: list[str], cwd: str) -> Sample:
+    env = None
+    if cmd[0].startswith("PYTHONPATH="):  # another source tree of graphlint (--before)
+        env = dict(os.environ, PYTHONPATH=cmd[0].split("=", 1)[1])
+        cmd = cmd[1:]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -70,22 +79,37 @@ def graphlint(*args: str) -> list[str]:
     return [PY, "-m", "graphlint", *args, "-f", "json"]
 
 
+# Set by --before and --doctor: another source tree of graphlint, and onnx-doctor's executable.
+BEFORE: str | None = None
+DOCTOR: str | None = None
+
+
+def graphlint_before(*args: str) -> list[str]:
+    return [f"PYTHONPATH={BEFORE}", PY, "-c", compare_outputs.RUN, *args, "-f", "json"]
+
+
 def py(code: str, *args: str) -> list[str]:
     return [PY, "-c", code, *args]
 
 
 def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
     """Label -> command for one scenario (paths relative to the models folder ``d``)."""
-    if name == "big100k":
-        return {
-            "onnx.load": py(ONNX_LOAD, "big100k.onnx"),
-            "onnx check+infer": py(ONNX_CHECK, "big100k.onnx"),
-            "graphlint trt": graphlint("big100k.onnx", "--target", "trt"),
-            "graphlint trt+ort+ov": graphlint("big100k.onnx", "-t", "trt", "-t", "ort", "-t", "openvino"),
-            # No analysis and one rule (onnx.checker's verdict): start-up, parse, IR and onnx's
-            # own work in the children, the least any run with every rule can take.
-            "graphlint GL0001 only": graphlint("big100k.onnx", "--target", "trt", "--select", "GL0001"),
+    if name in ("big100k", "dag100k"):
+        model = f"{name}.onnx"
+        cmds = {
+            "onnx.load": py(ONNX_LOAD, model),
+            "onnx check+infer": py(ONNX_CHECK, model),
+            "graphlint trt": graphlint(model, "--target", "trt"),
         }
+        if BEFORE:
+            cmds["graphlint trt (before)"] = graphlint_before(model, "--target", "trt")
+        if DOCTOR:
+            cmds["onnx-doctor check"] = [DOCTOR, "check", model]
+        cmds["graphlint trt+ort+ov"] = graphlint(model, "-t", "trt", "-t", "ort", "-t", "openvino")
+        # No analysis and one rule (onnx.checker's verdict): start-up, parse, IR and onnx's
+        # own work in the child, the least any run with every rule can take.
+        cmds["graphlint GL0001 only"] = graphlint(model, "--target", "trt", "--select", "GL0001")
+        return cmds
     if name == "weights":
         out = {}
         for w in ("w0", "w200m", "w2g"):
@@ -114,12 +138,21 @@ def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
     raise SystemExit(f"unknown scenario {name!r}")
 
 
-# (numerator, denominator, metric, goal) per scenario; goal None = informative only.
+_BIG = [
+    ("graphlint trt", "onnx check+infer", "wall", 1.3),
+    ("graphlint trt", "onnx check+infer", "cpu", None),  # two processes' CPU: see README
+    ("graphlint trt", "onnx.load", "rss_mb", 2.0),
+    ("graphlint trt", "graphlint trt (before)", "wall", None),
+    ("graphlint trt", "graphlint trt (before)", "cpu", None),
+    ("graphlint trt (before)", "onnx check+infer", "wall", None),
+    ("onnx-doctor check", "onnx check+infer", "wall", None),
+    ("onnx-doctor check", "graphlint trt", "wall", None),
+]
+# (numerator, denominator, metric, goal) per scenario; goal None = informative only; a ratio
+# whose commands the run has not (--before, --doctor) is left out.
 RATIOS = {
     "big100k": [
-        ("graphlint trt", "onnx check+infer", "wall", 1.0),
-        ("graphlint trt", "onnx check+infer", "cpu", None),  # two processes' CPU: see README
-        ("graphlint trt", "onnx.load", "rss_mb", 2.0),
+        *_BIG,
         ("graphlint trt+ort+ov", "onnx check+infer", "wall", None),
         ("graphlint trt+ort+ov", "graphlint trt", "wall", None),
         ("graphlint trt+ort+ov", "onnx.load", "rss_mb", None),
@@ -127,6 +160,7 @@ RATIOS = {
         ("graphlint GL0001 only", "onnx check+infer", "wall", None),
         ("graphlint trt", "graphlint GL0001 only", "wall", None),
     ],
+    "dag100k": [*_BIG, ("graphlint trt+ort+ov", "graphlint trt", "wall", None)],
     "weights": [
         ("graphlint w200m", "graphlint w0", "wall", 1.1),
         ("graphlint w2g", "graphlint w0", "wall", 1.1),
@@ -170,6 +204,8 @@ def run_scenario(name: str, d: str, runs: int) -> dict:
         print(f"  {label:<26} wall {m['wall']:7.2f} s   cpu {m['cpu']:7.2f} s   peak RSS {m['rss_mb']:8.0f} MB")
     ratios = []
     for num, den, metric, goal in RATIOS[name]:
+        if num not in med or den not in med:
+            continue
         r = med[num][metric] / med[den][metric]
         # The same ratio within each round (the two commands ran one after the other): robust to
         # the machine's speed drifting between rounds, which moves both sides of a pair alike.
@@ -192,16 +228,16 @@ def show_stats(d: str) -> None:
     print(proc.stderr.rstrip())
 
 
-def precompile() -> None:
+def precompile(*roots: str) -> None:
     """Byte-compile graphlint as a regular ``pip install`` does. An editable install in an
     environment with PYTHONDONTWRITEBYTECODE set (CI images often do) would otherwise
     recompile every graphlint module in every measured process, about 0.2 s each time,
     while onnx, the baseline, comes precompiled from its wheel."""
     import compileall
 
-    root = os.path.dirname(HERE)
-    for d in ("graphlint", "rules"):
-        compileall.compile_dir(os.path.join(root, d), quiet=1)
+    for root in (os.path.dirname(HERE), *roots):
+        for d in ("graphlint", "rules"):
+            compileall.compile_dir(os.path.join(root, d), quiet=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,11 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--stats", action="store_true", help="also print graphlint --stats for big100k")
     ap.add_argument("--json", help="write medians and ratios to this file")
+    ap.add_argument("--before", help="also time this source tree of graphlint (a checkout: graphlint/, rules/)")
+    ap.add_argument("--doctor", help="also time onnx-doctor check (path of its executable)")
     args = ap.parse_args(argv)
+    global BEFORE, DOCTOR
+    BEFORE = compare_outputs.tree_path(args.before, os.path.join(HERE, "out", "before")) if args.before else None
+    DOCTOR = os.path.abspath(args.doctor) if args.doctor else None
     d = os.path.abspath(args.models)
-    if not os.path.exists(os.path.join(d, "big100k.onnx")):
+    if not all(os.path.exists(os.path.join(d, f"{m}.onnx")) for m in ("big100k", "dag100k")):
         raise SystemExit(f"no models in {d}: run bench/make_models.py --out {d} first")
-    precompile()
+    precompile(*([args.before] if args.before else []))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
     results = [run_scenario(s, d, args.runs) for s in args.scenarios]
     if args.stats:

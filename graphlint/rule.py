@@ -22,8 +22,9 @@ import enum
 import hashlib
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from graphlint.ir import ONNX, Model, Node, SourceLoc, Value
@@ -190,6 +191,11 @@ class RuleContext:
     def analysis(self, name: str) -> Any:
         """The result of the analysis ``name`` for this model and target (list it in ``requires``)."""
         return self.analyses.get(name, self.target)
+
+    @property
+    def stats(self) -> Mapping[str, Any]:
+        """The model's statistics: what the loader counted and the analyses computed so far recorded."""
+        return MappingProxyType(self.analyses.stats)
 
     def finding(
         self,

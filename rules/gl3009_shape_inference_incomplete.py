@@ -39,7 +39,7 @@ class ShapeInferenceIncomplete(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
-        stats = ctx.model.stats
+        stats = ctx.stats
         if facts.ort_error:
             yield ctx.finding(
                 None,

@@ -15,7 +15,7 @@ BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 def test_make_models_and_run_tiny(tmp_path):
     out = str(tmp_path)
     subprocess.run([sys.executable, os.path.join(BENCH, "make_models.py"), "--out", out, "--scale", "0.002",
-                    "--only", "big100k", "w0", "w200m", "w2g", "ci0", "ci1"], check=True, capture_output=True)
+                    "--only", "big100k", "dag100k", "w0", "w200m", "w2g", "ci0", "ci1"], check=True, capture_output=True)
     big = onnx.load(os.path.join(out, "big100k.onnx"))
     onnx.checker.check_model(big, full_check=True)
     assert {"If", "LayerNormalization", "Softmax", "Gather", "Reshape", "Transpose", "MatMul"} <= {
@@ -32,11 +32,11 @@ def test_make_models_and_run_tiny(tmp_path):
             assert ext["location"] == "w2g.data" and int(ext["offset"]) + int(ext["length"]) <= size
     assert os.stat(data).st_blocks * 512 < size  # sparse: no disk used for the zeros
     res = str(tmp_path / "res.json")
-    proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "big100k", "weights", "ci",
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "run.py"), "big100k", "dag100k", "weights", "ci",
                            "--models", out, "--runs", "1", "--json", res], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "graphlint trt / onnx check+infer" in proc.stdout
     with open(res) as f:
         results = json.load(f)
-    assert [r["scenario"] for r in results] == ["big100k", "weights", "ci"]
+    assert [r["scenario"] for r in results] == ["big100k", "dag100k", "weights", "ci"]
     assert all(r["ratio"] > 0 for s in results for r in s["ratios"])

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from graphlint.fix.base import NOT_IMPLEMENTED, OPENVINO_FORMAT
-from graphlint.fix.passes import load_passes
 from graphlint.fix.manager import order
+from graphlint.fix.passes import load_passes
 from graphlint.rewrites import CATALOGUE
 
 

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -264,34 +265,58 @@ def remove_node(graph: onnx.GraphProto, node: onnx.NodeProto) -> None:
     del graph.node[index_of(graph, node)]
 
 
+def _dependencies(graph: onnx.GraphProto) -> nx.DiGraph:
+    """Node index -> index of each node that reads one of its outputs (subgraphs' outer-scope
+    reads count as reads of the node holding the subgraph)."""
+    nodes = list(graph.node)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    deps = nx.DiGraph()
+    deps.add_nodes_from(range(len(nodes)))
+    for i, n in enumerate(nodes):
+        needs = set(n.input)
+        for a in n.attribute:
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                needs |= outer_names(g)
+        deps.add_edges_from((producer[name], i) for name in needs if name in producer and producer[name] != i)
+    return deps
+
+
 def topo_sort(graph: onnx.GraphProto) -> None:
-    """Reorder graph.node topologically (stable), after passes that insert nodes out of order."""
-    avail = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
-    pending = list(graph.node)
-    ordered: list[onnx.NodeProto] = []
-    outer_cache: dict[int, set[str]] = {}
-    while pending:
-        rest = []
-        for n in pending:
-            need = set(n.input)
-            if id(n) not in outer_cache:
-                names: set[str] = set()
-                for a in n.attribute:
-                    for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
-                        names |= outer_names(g)
-                outer_cache[id(n)] = names
-            need |= outer_cache[id(n)]
-            if need <= avail:
-                ordered.append(n)
-                avail.update(n.output)
-            else:
-                rest.append(n)
-        if len(rest) == len(pending):  # a cycle or a name from an outer scope: keep as is
-            ordered.extend(rest)
-            break
-        pending = rest
-    del graph.node[:]
-    graph.node.extend(ordered)
+    """Reorder graph.node topologically after passes that insert nodes out of order; nodes
+    already in order keep their place. A cycle raises networkx.NetworkXUnfeasible."""
+    order = list(nx.lexicographical_topological_sort(_dependencies(graph), key=int))
+    if order != list(range(len(order))):
+        nodes = list(graph.node)
+        del graph.node[:]
+        graph.node.extend(nodes[i] for i in order)
+
+
+def prune(model: onnx.ModelProto) -> list[str]:
+    """Remove nodes and initializers no graph output depends on; return the removed node labels
+    (last node first)."""
+    g = model.graph
+    nodes = list(g.node)
+    deps = _dependencies(g)
+    outputs = {o.name for o in g.output}
+    sinks = [i for i, n in enumerate(nodes) if any(o in outputs for o in n.output if o)]
+    live_nodes = set(sinks).union(*(nx.ancestors(deps, i) for i in sinks))
+    removed = [label(nodes[i]) for i in reversed(range(len(nodes))) if i not in live_nodes]
+    if removed:
+        del g.node[:]
+        g.node.extend(n for i, n in enumerate(nodes) if i in live_nodes)
+    live = set(outputs)
+    for i in live_nodes:
+        n = nodes[i]
+        live.update(name for name in n.input if name)
+        for a in n.attribute:
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                live |= outer_names(sub)
+    inputs = {i.name for i in g.input}
+    for t in [t for t in g.initializer if t.name not in live and t.name not in inputs]:
+        g.initializer.remove(t)
+    for v in [v for v in g.value_info if v.name not in live]:
+        g.value_info.remove(v)
+    return removed
 
 
 def clear_value_info(model: onnx.ModelProto, names: Iterable[str] | None = None) -> None:

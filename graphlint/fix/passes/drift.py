@@ -272,9 +272,8 @@ class GroupNormPerChannel(Pass):
                 upgraded.graph.initializer.extend([numpy_helper.from_array(s, sn), numpy_helper.from_array(b, bn)])
                 node.input[1], node.input[2] = sn, bn
                 changes.append(f"{gu.label(node)!r}: scale/bias expanded to {s.shape[0]} channels")
-        from graphlint.fix.passes.graph import _prune
 
-        _prune(upgraded)
+        gu.prune(upgraded)
         return PassResult(upgraded, True, changes, skipped=skipped)
 
 

@@ -88,38 +88,9 @@ class FoldConstants(Pass):
         del g.node[:]
         g.node.extend(keep)
         g.initializer.extend(new_inits)
-        _prune(model)
+        gu.prune(model)
         return PassResult(model, True, [f"folded {len(folded)} constant node(s) into initializers: "
                                         + ", ".join(folded[:8]) + (" ..." if len(folded) > 8 else "")])
-
-
-def _prune(model: onnx.ModelProto) -> list[str]:
-    """Remove nodes and initializers no graph output depends on; return the removed node labels."""
-    g = model.graph
-    live = {o.name for o in g.output}
-    kept: list[onnx.NodeProto] = []
-    removed: list[str] = []
-    for node in reversed(g.node):
-        if any(o in live for o in node.output if o):
-            kept.append(node)
-            live.update(i for i in node.input if i)
-            for a in node.attribute:
-                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
-                    live |= gu.outer_names(sub)
-        else:
-            removed.append(gu.label(node))
-    kept.reverse()
-    if removed:
-        del g.node[:]
-        g.node.extend(kept)
-    inputs = {i.name for i in g.input}
-    dead_inits = [t for t in g.initializer if t.name not in live and t.name not in inputs]
-    for t in dead_inits:
-        g.initializer.remove(t)
-    dead_vi = [v for v in g.value_info if v.name not in live]
-    for v in dead_vi:
-        g.value_info.remove(v)
-    return removed
 
 
 @register_pass
@@ -132,7 +103,7 @@ class RemoveDeadNodes(Pass):
 
     def apply(self, model: onnx.ModelProto, requests: list[dict[str, Any]], ctx: FixContext) -> PassResult:
         n_inits = len(model.graph.initializer)
-        removed = _prune(model)
+        removed = gu.prune(model)
         dropped = n_inits - len(model.graph.initializer)
         if not removed and not dropped:
             return PassResult(model, False)
