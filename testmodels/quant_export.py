@@ -109,6 +109,17 @@ def base_of(variant: str) -> str:
 
 
 def build(folder: str) -> None:
+    """Build into ``folder``; runs there because ORT's quantization tools write temporary
+    ``<uuid>.data`` files into the working directory."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        _build(folder)
+    finally:
+        os.chdir(cwd)
+
+
+def _build(folder: str) -> None:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     mods = _modules()

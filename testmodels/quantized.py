@@ -172,6 +172,17 @@ _BUILDERS: dict[str, Callable[[str, str, Variant], None]] = {
 
 
 def build(folder: str, float_folder: str | None = None) -> None:
+    """Build into ``folder``; runs there because ORT's quantization tools write temporary
+    ``<uuid>.data`` files into the working directory."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        _build(folder, float_folder)
+    finally:
+        os.chdir(cwd)
+
+
+def _build(folder: str, float_folder: str | None = None) -> None:
     src_folder = float_folder or exports()
     logging.getLogger().setLevel(logging.ERROR)  # the quantizers log per node at INFO/WARNING
     for name, v in VARIANTS.items():
