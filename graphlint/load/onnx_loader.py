@@ -87,36 +87,37 @@ def _load(path: str, started: inference.Started | None) -> tuple[Model, inferenc
     data, key = read(path)
     proto = parse(path, data)
     t1 = timings["parse"] = time.perf_counter() - t0
+    # Without a child, inference runs here on the bytes at hand; either way they are dropped
+    # before the IR is built (a child reads the file itself).
+    inferred = inference.infer_types(data) if started is None else None
+    del data
     try:
-        model = _build(path, proto, data, started, key, timings)
+        model = _build(path, proto, inferred, started, key, timings)
     except _NotUtf8:
         _decode_strings(proto)
-        data, key = proto.SerializeToString(), None  # the child's answer was about the file's bytes
-        model = _build(path, proto, data, None, None, timings)
+        key = None  # the child's answer was about the file's bytes, not these
+        model = _build(path, proto, inference.infer_types(proto.SerializeToString()), None, key, timings)
         model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
                                                       "(shown with replacement characters)"))
     timings["build IR and types"] = time.perf_counter() - t0 - t1 - timings.get("wait for shape inference", 0.0)
     return model, key
 
 
-def _build(path: str, proto: onnx.ModelProto, data: bytes, started: inference.Started | None,
+def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | None, started: inference.Started | None,
            key: inference.FileKey | None, timings: dict[str, float]) -> Model:
     issues: list[LoadIssue] = []
     declared = {vi.name: dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
     builder = Builder(path, proto, issues)
-    inferred: Any = procs.DIED
-    if started is None:
-        inferred = inference.infer_types(data)
-    del data
     try:
         main, functions = builder.convert()
     except TypeError:  # a name, op type or domain that is not UTF-8 (see Builder._fill)
         raise _NotUtf8 from None
-    if started is not None:
+    if inferred is None:
+        assert started is not None
         t = time.perf_counter()
-        inferred = inference.joined(started.inference, key)
-        if inferred is procs.DIED:  # redo in-process what the child could not finish
-            inferred = inference.infer_types(proto.SerializeToString())
+        result = inference.joined(started.inference, key)
+        # redo in-process what the child could not finish
+        inferred = inference.infer_types(proto.SerializeToString()) if result is procs.DIED else result
         timings["wait for shape inference"] = time.perf_counter() - t
     types, inference_issues = inferred
     builder.apply_types(types)
