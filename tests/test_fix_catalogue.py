@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from graphlint.fix.base import NOT_IMPLEMENTED, OPENVINO_FORMAT
+import pytest
+
+from graphlint.errors import UsageError
+from graphlint.fix.base import NOT_IMPLEMENTED, OPENVINO_FORMAT, Pass
 from graphlint.fix.manager import order
 from graphlint.fix.passes import load_passes
 from graphlint.rewrites import CATALOGUE
@@ -29,3 +32,16 @@ def test_order_respects_dependencies():
                 assert pos[dep] < pos[n], f"{dep} must run before {n}"
     # The drift fixes come before the opset upgrade they protect; clean-up comes last.
     assert pos["resize-coordinate-mode"] < pos["opset-upgrade"] < pos["fold-constants"] < pos["remove-dead-nodes"]
+
+
+def test_passes_that_wait_for_each_other_are_an_error():
+    class First(Pass):
+        name = "first-of-two"
+        after = ("second-of-two",)
+
+    class Second(Pass):
+        name = "second-of-two"
+        after = ("first-of-two",)
+
+    with pytest.raises(UsageError, match="ask to run after each other"):
+        order(["first-of-two", "second-of-two"], {"first-of-two": First(), "second-of-two": Second()})

@@ -191,3 +191,28 @@ def test_external_data_stays_external(tmp_path, bert):
     shutil.rmtree(src_dir)  # the output does not depend on the input's data file
     np.testing.assert_allclose(ort_outputs(out, feeds)["last_hidden_state"], ref["last_hidden_state"],
                                rtol=1e-4, atol=1e-5)
+
+
+def test_topological_order_and_pruning_from_networkx():
+    """topo_sort puts nodes inserted out of order after their inputs and keeps an ordered graph
+    as it is; a cycle is an error, not a silent no-op. prune drops what no output reads."""
+    import networkx as nx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from graphlint.fix import graphutil as gu
+
+    nodes = [h.make_node("Relu", ["b"], ["c"], name="late"), h.make_node("Neg", ["x"], ["a"], name="first"),
+             h.make_node("Abs", ["a"], ["b"], name="second"), h.make_node("Exp", ["x"], ["dead"], name="unused")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2])],
+                     [h.make_tensor_value_info("c", T.FLOAT, [2])])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    gu.topo_sort(model.graph)
+    assert [n.name for n in model.graph.node] == ["first", "second", "late", "unused"]
+    gu.topo_sort(model.graph)  # already in order: unchanged
+    assert [n.name for n in model.graph.node] == ["first", "second", "late", "unused"]
+    assert gu.prune(model) == ["unused"]
+    assert [n.name for n in model.graph.node] == ["first", "second", "late"]
+    model.graph.node[0].input[0] = "c"  # first <- late: a cycle
+    with pytest.raises(nx.NetworkXUnfeasible):
+        gu.topo_sort(model.graph)

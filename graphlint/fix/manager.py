@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import networkx as nx
 import numpy as np
 
+from graphlint.errors import UsageError
 from graphlint.fix.base import FixContext, InputMap, Pass, PassResult
 from graphlint.fix.verify import Comparison, Verifier, apply_input_map
 from graphlint.rewrites import CATALOGUE
@@ -57,20 +59,21 @@ class FixOutcome:
 
 
 def order(names: list[str], passes: dict[str, Pass]) -> list[str]:
-    """Topological order by each pass's ``after`` (only among passes present), ties in catalogue order."""
+    """Topological order by each pass's ``after`` (only among passes present), ties in catalogue
+    order; UsageError when passes ask to run after each other."""
     rank: dict[str, float] = {n: float(i) for i, n in enumerate(CATALOGUE)}
     for n in names:  # a pass outside the catalogue sorts right after the passes it runs after
         if n not in rank:
             rank[n] = max((rank.get(d, -1.0) for d in passes[n].after), default=len(CATALOGUE)) + 0.5
-    todo = sorted(set(names), key=lambda n: (rank[n], n))
-    done: list[str] = []
-    while todo:
-        ready = [n for n in todo if not any(d in todo and d != n for d in passes[n].after)]
-        if not ready:  # a dependency cycle among third-party passes: fall back to catalogue order
-            ready = todo[:1]
-        done.append(ready[0])
-        todo.remove(ready[0])
-    return done
+    present = set(names)
+    deps = nx.DiGraph()
+    deps.add_nodes_from(present)
+    deps.add_edges_from((d, n) for n in present for d in passes[n].after if d in present and d != n)
+    try:
+        return list(nx.lexicographical_topological_sort(deps, key=lambda n: (rank[n], n)))
+    except nx.NetworkXUnfeasible:
+        cycle = " -> ".join(a for a, _ in nx.find_cycle(deps))
+        raise UsageError(f"fix passes ask to run after each other: {cycle}") from None
 
 
 class PassManager:
