@@ -190,21 +190,26 @@ def build(path: str, *, nodes: int, hidden: int, heads: int = 2, external: bool 
         [helper.make_tensor_value_info("last_hidden_state", FLOAT, ["batch", "seq", hidden])],
         b.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="graphlint-bench")
-    model.ir_version = 8
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if external:
         data_path = os.path.join(os.path.dirname(os.path.abspath(path)), data_name)
         with open(data_path, "wb") as f:
             f.truncate(b.offset)  # sparse: zeros that take no disk blocks
+    _write(graph, path)
+    return {"path": path, "nodes": len(b.nodes), "blocks": blocks, "hidden": hidden,
+            "weight_bytes": b.offset if external else sum(len(t.raw_data) for t in b.inits),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _write(graph: onnx.GraphProto, path: str) -> None:
+    """The model of ``graph`` at ``path`` (written to a temporary file, then renamed)."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="graphlint-bench")
+    model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(model.SerializeToString())
     os.replace(tmp, path)
-    return {"path": path, "nodes": len(b.nodes), "blocks": blocks, "hidden": hidden,
-            "weight_bytes": b.offset if external else sum(len(t.raw_data) for t in b.inits),
-            "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def build_dag(path: str, *, nodes: int, hidden: int, skip_every: int = 4) -> dict:
@@ -231,14 +236,7 @@ def build_dag(path: str, *, nodes: int, hidden: int, skip_every: int = 4) -> dic
         [helper.make_tensor_value_info("y", FLOAT, ["batch", "seq", hidden])],
         b.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="graphlint-bench")
-    model.ir_version = 8
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(model.SerializeToString())
-    os.replace(tmp, path)
+    _write(graph, path)
     return {"path": path, "nodes": len(b.nodes), "blocks": blocks, "hidden": hidden,
             "weight_bytes": sum(len(t.raw_data) for t in b.inits),
             "seconds": round(time.perf_counter() - t0, 2)}

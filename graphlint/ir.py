@@ -200,8 +200,6 @@ class Node:
         decode: Callable[[], dict[str, Any]] | None = None,
         source: SourceLoc | None = None,
     ) -> None:
-        # The ONNX loader's _OnnxNode sets these same slots itself (a call through here costs
-        # 0.1 s a 100k nodes on the critical path): keep the two in step.
         self.op_type = op_type
         self.name = name
         self.graph = graph

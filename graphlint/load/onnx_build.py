@@ -21,7 +21,7 @@ import onnx
 
 from graphlint import dtypes
 from graphlint.errors import DataError
-from graphlint.ir import NO_SUBGRAPHS, ONNX, ONNX_DOMAIN, Graph, LoadIssue, Node, Tensor, Value, norm_domain
+from graphlint.ir import NO_SUBGRAPHS, ONNX_DOMAIN, Graph, LoadIssue, Node, Tensor, Value, norm_domain
 from graphlint.load import external
 from graphlint.load.onnx_types import Types, decode_types, may_hold_graphs, subgraphs
 
@@ -48,17 +48,8 @@ class OnnxNode(Node):
 
     def __init__(self, name: str, builder: Builder, graph: Graph, index: int, op_type: str,
                  domain: str, opset: int | None) -> None:
-        self.op_type = op_type
-        self.name = name
-        self.graph = graph
-        self.index = index
-        self.dialect = ONNX
-        self.domain = domain
-        self.opset = opset
-        self.subgraphs = NO_SUBGRAPHS  # type: ignore[assignment]
-        self._decode = None
-        self._attrs = None
-        self.source = None
+        super().__init__(op_type, name, graph, index, domain=domain, opset=opset)
+        self.subgraphs = NO_SUBGRAPHS  # type: ignore[assignment]  # most nodes have none: one shared mapping
         self._builder = builder  # inputs and outputs: set by the builder
 
     @property
