@@ -5,8 +5,8 @@ when the target takes both or rejects both. Every unsupported island is one engi
 (ORT-TRT/OpenVINO hetero) and a device copy at each boundary tensor. Nodes inside If/Loop/Scan
 bodies count toward the node that owns the body; a call of a model-local function is rejected
 when a node of its body is. Islands are the connected components of the graph whose edges join
-nodes of the same status, found with networkx's union-find (a networkx Graph of a 100k-node
-model costs about 25 MB more at the peak, for the same time).
+nodes of the same status, found with networkx's union-find (lighter than a networkx Graph here:
+bench/README.md).
 """
 
 from __future__ import annotations
