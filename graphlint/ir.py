@@ -13,6 +13,7 @@ dialects they understand so ONNX-semantics rules never misfire on OpenVINO ops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -121,7 +122,7 @@ class Tensor:
         if self._array is None:
             if self._reader is None:
                 raise ValueError(f"tensor {self.name!r} has no readable data")
-            self._array = self._reader()
+            object.__setattr__(self, "_array", self._reader())  # a cache: allowed once frozen
         return self._array
 
     def __repr__(self) -> str:
@@ -216,9 +217,9 @@ class Node:
 
     @property
     def attrs(self) -> dict[str, Any]:
-        if self._attrs is None:
-            self._attrs = self._decode() if self._decode else {}
-            self._decode = None
+        if self._attrs is None:  # a cache: allowed once frozen (see freeze)
+            object.__setattr__(self, "_attrs", self._decode() if self._decode else {})
+            object.__setattr__(self, "_decode", None)
         return self._attrs
 
     def attr(self, name: str, default: Any = None) -> Any:
@@ -285,6 +286,44 @@ class Graph:
             # The few nodes with subgraphs are picked at C speed (a 100k-node graph has a handful).
             for subgraphs in filter(None, map(_SUBGRAPHS, g.nodes)):
                 stack.extend(subgraphs.values())
+
+
+def _refuse(self: object, name: str, value: object = None) -> None:
+    raise AttributeError(f"{type(self).__name__}.{name}: the model is read-only once loaded "
+                         f"(analyses return facts, rules return findings)")
+
+
+@functools.cache
+def _frozen(cls: type) -> type:
+    """A subclass of ``cls`` with the same slots whose instances refuse attribute writes."""
+    return type(cls.__name__, (cls,), {"__slots__": (), "__setattr__": _refuse, "__delattr__": _refuse,
+                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+
+
+def freeze(model: Model) -> None:
+    """Make the model's graphs, nodes, values and constants refuse attribute writes (the loaders
+    call this last). Each object changes class to a read-only twin, which costs a few
+    milliseconds for a 100k-node model where a checking ``__setattr__`` would slow every write
+    while building. Lists and dicts inside stay Python's own; tests/test_ir_frozen.py checks
+    that nothing changes them."""
+    for body in (model.graph, *model.functions.values()):
+        for g in body.graphs():
+            g.__class__ = _frozen(type(g))
+            for node in g.nodes:
+                node.__class__ = _frozen(type(node))
+                for v in node.outputs:
+                    _freeze_value(v)
+            for v in g.values.values():
+                _freeze_value(v)
+
+
+def _freeze_value(v: Value) -> None:
+    cls = type(v)
+    if cls.__setattr__ is _refuse:
+        return
+    v.__class__ = _frozen(cls)
+    if v.const is not None and type(v.const).__setattr__ is not _refuse:
+        v.const.__class__ = _frozen(type(v.const))
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The IR is read-only once loaded: every analysis and every rule, for every target, leaves it as
-the loader built it (analyses return facts, rules return findings).
+"""The IR is read-only once loaded: its objects refuse attribute writes, and every analysis and
+every rule, for every target, leaves it as the loader built it (analyses return facts, rules
+return findings).
 
 Each model is snapshotted field by field (every graph's nodes, values, types, constants, the
 model's header and stats, the proto's bytes), then every registered analysis and every rule runs
@@ -16,7 +17,7 @@ import pytest
 from graphlint import analysis
 from graphlint.analysis import Analyses
 from graphlint.engine import run_rules
-from graphlint.ir import Graph, Model
+from graphlint.ir import Graph, Model, Node, Value
 from graphlint.lint import LintOptions, selected_rules
 from graphlint.load import load_model
 from graphlint.target import resolve
@@ -80,14 +81,37 @@ def test_analyses_and_rules_leave_the_ir_as_loaded(index):
     assert snapshot(model) == before
 
 
+@pytest.mark.parametrize("index", [0, 2])
+def test_a_loaded_model_refuses_writes(index):
+    """Loaded graphs, nodes, values and constants refuse attribute writes (a rule that tries
+    crashes into a GL9002 finding instead of changing what other rules see); lazily decoded
+    attributes and weights are still read."""
+    model = load_model(_models()[index])
+    node = next(n for n in model.graph.nodes if n.inputs and n.outputs)
+    v = node.outputs[0]
+    with pytest.raises(AttributeError, match="read-only once loaded"):
+        v.shape = None
+    with pytest.raises(AttributeError, match="read-only once loaded"):
+        node.op_type = "Identity"
+    with pytest.raises(AttributeError, match="read-only once loaded"):
+        del model.graph.nodes[0].name
+    with pytest.raises(AttributeError, match="read-only once loaded"):
+        model.graph.owner = node
+    const = next(v for v in model.graph.values.values() if v.const is not None)
+    with pytest.raises(AttributeError, match="read-only once loaded"):
+        const.const.shape = ()
+    assert const.const.numpy() is not None and isinstance(node.attrs, dict)
+    assert isinstance(v, Value) and isinstance(node, Node) and type(v).__name__ == "Value"
+
+
 def test_the_snapshot_sees_a_write():
     """The comparison above can fail: a write into a value's shape, or a consumer list, shows."""
     model = load_model(_models()[0])
     before = snapshot(model)
     v = model.graph.nodes[0].outputs[0]
     shape = v.shape
-    v.shape = (*shape[:-1], "changed")
+    object.__setattr__(v, "shape", (*shape[:-1], "changed"))  # past the read-only guard
     assert snapshot(model) != before
-    v.shape = shape
+    object.__setattr__(v, "shape", shape)
     v.consumers.append(v.consumers[0])
     assert snapshot(model) != before

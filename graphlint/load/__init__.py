@@ -7,7 +7,7 @@ import stat
 from typing import Any
 
 from graphlint.errors import InputError
-from graphlint.ir import Model
+from graphlint.ir import Model, freeze
 from graphlint.load.files import os_problem
 
 SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
@@ -35,9 +35,13 @@ def load_with_background(path: str, *, child: bool = True) -> tuple[Model, dict[
     if kind == "onnx":
         from graphlint.load import onnx_loader
 
-        return onnx_loader.load_with_background(path, child=child)
-    if kind == "openvino":
+        model, background = onnx_loader.load_with_background(path, child=child)
+    elif kind == "openvino":
         from graphlint.load import openvino_loader
 
-        return openvino_loader.load(path), {}
-    raise InputError(path, "unknown model format (expected .onnx or OpenVINO IR .xml)")
+        model, background = openvino_loader.load(path), {}
+    else:
+        raise InputError(path, "unknown model format (expected .onnx or OpenVINO IR .xml)")
+    freeze(model)
+    return model, background
+

@@ -54,9 +54,10 @@ class OnnxNode(Node):
 
     @property
     def attrs(self) -> dict[str, Any]:
-        if self._attrs is None:
+        if self._attrs is None:  # a cache: allowed once frozen
             graph = self.graph
-            self._attrs = decode_attrs(self._builder.node_protos[graph][self.index], self._builder, graph.path)
+            object.__setattr__(self, "_attrs", decode_attrs(self._builder.node_protos[graph][self.index],
+                                                            self._builder, graph.path))
         return self._attrs
 
 
