@@ -40,7 +40,7 @@ from typing import Any
 from graphlint.compat import tomllib
 from graphlint.errors import UsageError
 from graphlint.lint import LintOptions
-from graphlint.registry import load_rules, rule_matches
+from graphlint.registry import find_rule, load_rules, rule_matches
 from graphlint.registry import select as select_rules
 from graphlint.rule import Severity
 from graphlint.shapes_spec import Profile, parse_profiles
@@ -272,7 +272,22 @@ def effective_config(
     fail_level: str | None = None,
     baseline: str | None = None,
 ) -> Effective:
+    """The effective options: the command line's values over the configuration file's over defaults."""
     eff = Effective()
+    conf = _read_configuration(eff, config_path, models)
+    base = os.path.dirname(eff.file) if eff.file else os.getcwd()
+    _selection(eff, conf, targets, select, ignore, fail_level)
+    _severities(eff, conf)
+    _target_options(eff, conf)
+    _shape_profiles(eff, conf, shapes, base)
+    _baseline_and_suppressions(eff, conf, baseline, base)
+    eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
+            "default (git root or working directory)")
+    return eff
+
+
+def _read_configuration(eff: Effective, config_path: str | None, models: list[str] | None) -> dict[str, Any]:
+    """The configuration file's graphlint table, its keys normalised and checked (empty without a file)."""
     if config_path:
         if not os.path.isfile(config_path):
             raise UsageError(f"configuration file {config_path!r} does not exist")
@@ -287,9 +302,6 @@ def effective_config(
         if found is None:
             raise UsageError(f"{eff.file}: no [tool.graphlint] table")
         table = found
-    base = os.path.dirname(eff.file) if eff.file else os.getcwd()
-
-    # normalise keys, reject unknown ones
     conf: dict[str, Any] = {}
     for key, value in table.items():
         k = ALIASES.get(_norm_key(key), _norm_key(key))
@@ -297,24 +309,30 @@ def effective_config(
             full = f"{eff.table}.{key}" if eff.table else key
             raise UsageError(f"{eff.file}: unknown key {full!r}{_suggest(k, list(TOP_KEYS))}")
         conf[k] = _check_type(f"{eff.file}: {key}", value, TOP_KEYS[k])
+    return conf
 
-    def pick(key: str, cli_value: Any, cli_flag: str, default: Any) -> None:
-        if cli_value:
-            eff.set(key, cli_value, f"command line {cli_flag}")
-        elif key in conf:
-            eff.set(key, conf[key], eff.file_source(key))
-        else:
-            eff.set(key, default, "default")
 
+def _pick(eff: Effective, conf: dict[str, Any], key: str, cli_value: Any, cli_flag: str, default: Any) -> None:
+    if cli_value:
+        eff.set(key, cli_value, f"command line {cli_flag}")
+    elif key in conf:
+        eff.set(key, conf[key], eff.file_source(key))
+    else:
+        eff.set(key, default, "default")
+
+
+def _selection(eff: Effective, conf: dict[str, Any], targets: list[str], select: list[str], ignore: list[str],
+               fail_level: str | None) -> None:
+    """Targets, rule selection and the fail level, each checked."""
     from graphlint.target import resolve
 
-    pick("target", list(targets), "--target", [])
+    _pick(eff, conf, "target", list(targets), "--target", [])
     if not eff.values["target"]:
         eff.sources["target"] += " (trt for .onnx, openvino for .xml)"
     for spec in eff.values["target"]:
         resolve(spec)  # unknown targets fail here, naming the spec
-    pick("select", list(select), "--select", [])
-    pick("ignore", list(ignore), "--ignore", [])
+    _pick(eff, conf, "select", list(select), "--select", [])
+    _pick(eff, conf, "ignore", list(ignore), "--ignore", [])
     rules = load_rules()
     for key in ("select", "ignore"):
         if eff.file and eff.sources[key] == eff.file_source(key):
@@ -324,16 +342,19 @@ def effective_config(
                 except UsageError:
                     raise UsageError(f"{eff.file}: {key} {sel!r} matches no rule"
                                      f"{_suggest(sel, _rule_words(), SEE_RULES)}") from None
-    pick("fail-level", fail_level, "--fail-level", "error")
+    _pick(eff, conf, "fail-level", fail_level, "--fail-level", "error")
     try:
         Severity.parse(eff.values["fail-level"])
     except ValueError as e:
         raise UsageError(f"{eff.sources['fail-level']}: {e}") from None
 
-    # severity overrides: rule id or name -> severity
+
+def _severities(eff: Effective, conf: dict[str, Any]) -> None:
+    """Severity overrides: rule id or name -> severity."""
+    rules = load_rules()
     overrides: dict[str, Severity] = {}
     for key, value in conf.get("severity", {}).items():
-        rule = next((r for r in rules if r.id.upper() == key.upper() or r.name == key.lower()), None)
+        rule = find_rule(key)
         if rule is None:
             known = [r.id for r in rules] + [r.name for r in rules]
             raise UsageError(f"{eff.file}: severity: no rule {key!r}{_suggest(key, known, SEE_RULES)}")
@@ -345,10 +366,12 @@ def effective_config(
             raise UsageError(f"{eff.file}: severity.{key}: {e}") from None
     eff.set("severity", overrides, eff.file_source("severity") if overrides else "default")
 
-    # per-target options, checked against the options target profiles define
-    types = _target_option_types()
+
+def _target_options(eff: Effective, conf: dict[str, Any]) -> None:
+    """Per-target options, checked against the options target profiles define."""
     from graphlint.target import target_names
 
+    types = _target_option_types()
     topts: dict[str, dict[str, Any]] = {}
     for name, table_ in conf.get("target-options", {}).items():
         tname = name.split("@")[0].lower()
@@ -369,7 +392,9 @@ def effective_config(
             topts.setdefault(name.lower(), {})[k.replace("-", "_")] = value
     eff.set("target-options", topts, eff.file_source("target-options") if topts else "default")
 
-    # shape profiles: per model glob from the file, command line on top (for every model)
+
+def _shape_profiles(eff: Effective, conf: dict[str, Any], shapes: list[str], base: str) -> None:
+    """Shape profiles: per model glob from the file, the command line's on top (for every model)."""
     globbed: list[tuple[str, dict[str, Profile]]] = []
     for glob, specs in conf.get("shapes", {}).items():
         specs = _check_type(f"{eff.file}: shapes.{glob!r}", specs, "list")
@@ -384,7 +409,9 @@ def effective_config(
         eff.set("shapes (all models)", [_profile_text(p) for p in cli_shapes.values()], "command line --shapes")
     eff.values["_shape_globs"] = (globbed, cli_shapes, base)
 
-    # baseline and suppressions (paths relative to the configuration file)
+
+def _baseline_and_suppressions(eff: Effective, conf: dict[str, Any], baseline: str | None, base: str) -> None:
+    """The baseline and suppressions (paths relative to the configuration file)."""
     if baseline:
         eff.set("baseline", baseline, "command line --baseline")
     elif "baseline" in conf:
@@ -412,9 +439,6 @@ def effective_config(
         eff.set("suppress", [f"{s.rule} model={s.model} node={s.node}: {s.reason}" for s in inline],
                 eff.file_source("suppress"))
     eff.values["_suppressions"] = supp
-    eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
-            "default (git root or working directory)")
-    return eff
 
 
 def _profile_text(p: Profile) -> str:
