@@ -154,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(d, exist_ok=True)
     shim = tree_path(args.checkout, out)
     groups = model_set(os.path.abspath(args.bench), os.path.abspath(args.cache), args.node_step, scratch)
+    if args.models_from:  # the same models as an earlier run (the cache may have grown since)
+        with open(args.models_from) as f:
+            groups = json.load(f)
     with open(os.path.join(out, "models.json"), "w") as f:
         json.dump(groups, f, indent=1)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHLINT_")}
@@ -207,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--cache", default=os.path.join(REPO, "testmodels", "out"), help="testmodels cache")
     r.add_argument("--node-step", type=int, default=2, help="take every N-th ONNX backend node test")
     r.add_argument("--only", nargs="*", help="output name prefixes to run")
+    r.add_argument("--models-from", help="models.json of an earlier run: compare exactly its models")
     r.add_argument("--scratch", default="/tmp/graphlint-compare", help="scratch folder, the same for every tree")
     d = sub.add_parser("diff", help="compare two output folders byte for byte")
     d.add_argument("a")
