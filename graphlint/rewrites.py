@@ -80,6 +80,12 @@ CATALOGUE: dict[str, RewriteSpec] = {
         RewriteSpec("remove-dead-nodes", True, "Remove nodes whose outputs reach no graph output.", ("nodes",)),
         RewriteSpec("fold-transpose-pairs", True, "Remove Transpose pairs that cancel around layout-agnostic ops.",
                     ("nodes",)),
+        RewriteSpec("space-to-depth-decompose", True,
+                    "Replace a SpaceToDepth (mode=CRD) with the equivalent Reshape / Transpose / Reshape.",
+                    ("node",)),
+        RewriteSpec("maxpool-explicit-pads", True,
+                    "Replace MaxPool ceil_mode=1 by ceil_mode=0 with the end padding that gives the spec's output size.",
+                    ("node",)),
     ]
 }
 

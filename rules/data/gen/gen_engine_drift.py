@@ -1,0 +1,304 @@
+"""Observe where onnxruntime and OpenVINO compute something other than the ONNX spec; keep the table true.
+
+    python rules/data/gen/gen_engine_drift.py observe   # engines x backend node tests -> observations
+    python rules/data/gen/gen_engine_drift.py probe     # one-attribute variants of each differing test
+    python rules/data/gen/gen_engine_drift.py update    # re-measure every fact, rewrite the table
+
+``observe`` runs every ONNX backend node test (``onnx.backend.test.case.node.collect_testcases()``,
+materialized by testmodels/node_cases.py) on onnxruntime CPU and on OpenVINO CPU compiled at f32,
+compares with the test's reference outputs (testmodels/engines.py: floats rtol 1e-3 / atol 1e-4,
+integers, bools and strings exactly, shapes) and writes ``engine_drift_observations.json`` beside
+this script: per test and engine, ``load`` / ``run`` (the engine refuses the model or fails at
+inference: target-support matters, GL1xxx, outside the drift denominator), ``crash``, ``match``,
+or the kind of difference (``values`` / ``shape``) with the largest difference seen.
+
+``probe`` takes each differing test and changes one attribute at a time (to each other value
+the schema or the test family uses) and reruns the engine, printing which changes make the
+engine agree with the spec (onnx.reference computes the variant's expected outputs): that is
+how a fact's condition is found. The conditions are then written by hand into
+``rules/data/engine_drift.toml`` in its small condition language (rules/_engine_drift.py).
+
+``update`` re-runs, for every fact of the table, the evidence tests (the node tests it names and
+its focused variants) on the installed engine versions, records the version and the largest
+difference seen, marks facts that no longer reproduce (``reproduces = false``: then the rules
+stay silent on them), and prints the differing node tests that no fact covers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, REPO)
+
+OBSERVATIONS = os.path.join(HERE, "engine_drift_observations.json")
+
+
+def versions() -> dict[str, str]:
+    import onnx
+    import onnxruntime
+    import openvino
+
+    return {"onnx": onnx.__version__, "ort": onnxruntime.__version__,
+            "openvino": openvino.__version__.split("-")[0]}
+
+
+def observe_one(path: str) -> dict[str, Any]:
+    import onnx
+
+    from testmodels import engines as E
+    from testmodels.node_cases import case_name, load_io
+
+    model = onnx.load(path)
+    inputs, refs = load_io(path, model)
+    names = [o.name for o in model.graph.output]
+    row: dict[str, Any] = {"case": case_name(path)}
+    for eng in E.ENGINES:
+        try:
+            outs = E.run(eng, path, inputs, names)
+        except E.LoadError as e:
+            row[eng] = {"status": "load", "detail": str(e)}
+            continue
+        except E.RunError as e:
+            row[eng] = {"status": "run", "detail": str(e)}
+            continue
+        v = E.compare(refs, outs)
+        row[eng] = {"status": v.status, "max_abs": _num(v.max_abs), "detail": v.detail}
+    return row
+
+
+def _num(x: float | None) -> float | str | None:
+    if x is None:
+        return None
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    return float(f"{x:.4g}")
+
+
+def observe_many(paths: list[str]) -> list[dict[str, Any]]:
+    return [observe_one(p) for p in paths]
+
+
+def _crashed(path: str) -> dict[str, Any]:
+    from testmodels.node_cases import case_name
+
+    return {"case": case_name(path), "crashed": True,
+            **{e: {"status": "crash", "detail": "the worker process died"} for e in ("ort", "openvino")}}
+
+
+def observe(paths: list[str] | None = None, jobs: int = 2) -> list[dict[str, Any]]:
+    from testmodels.node_cases import case_name, model_paths, run_isolated
+
+    files = paths if paths is not None else model_paths()
+    files = sorted(files, key=lambda p: "attention" not in p)  # long compiles first
+    return run_isolated(observe_many, files, _crashed, case_name, jobs, 8)
+
+
+def write_observations(rows: list[dict[str, Any]], path: str = OBSERVATIONS) -> None:
+    from graphlint.fsutil import atomic_write_text
+
+    doc = {
+        "about": "ONNX backend node tests run on onnxruntime CPU (default session options) and OpenVINO CPU "
+                 "(INFERENCE_PRECISION_HINT=f32), compared with the tests' reference outputs (floats rtol 1e-3 "
+                 "atol 1e-4, integers/bools/strings exact). Written by rules/data/gen/gen_engine_drift.py observe.",
+        "versions": versions(),
+        "devices": {"ort": "CPUExecutionProvider", "openvino": "CPU, INFERENCE_PRECISION_HINT=f32"},
+        # one line per test keeps the diff of a re-run readable
+        "rows": {r["case"]: {e: r[e] for e in ("ort", "openvino")} for r in rows},
+    }
+    lines = ["{"]
+    for k in ("about", "versions", "devices"):
+        lines.append(f"  {json.dumps(k)}: {json.dumps(doc[k])},")
+    lines.append('  "rows": {')
+    items = sorted(doc["rows"].items())
+    for i, (case, v) in enumerate(items):
+        lines.append(f"    {json.dumps(case)}: {json.dumps(v)}" + ("," if i < len(items) - 1 else ""))
+    lines.append("  }")
+    lines.append("}")
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def load_observations(path: str = OBSERVATIONS) -> dict[str, Any]:
+    with open(path) as f:
+        return json.load(f)
+
+
+# --------------------------------------------------------------------------------------------
+# probe: one attribute at a time
+
+def _attr_values(paths: list[str]) -> dict[tuple[str, str], set]:
+    """Every value each (op, attribute) takes across the node tests: the candidates a probe tries."""
+    import onnx
+
+    seen: dict[tuple[str, str], set] = {}
+    for p in paths:
+        for n in onnx.load(p, load_external_data=False).graph.node:
+            for a in n.attribute:
+                v = onnx.helper.get_attribute_value(a)
+                if isinstance(v, bytes | int | float):
+                    seen.setdefault((n.op_type, a.name), set()).add(v)
+    return seen
+
+
+def variant(model: Any, node_index: int, name: str, value: Any) -> Any:
+    """A copy of ``model`` with one attribute of one node set (or removed when value is None)."""
+    import copy
+
+    import onnx
+
+    m = copy.deepcopy(model)
+    node = m.graph.node[node_index]
+    for i, a in enumerate(node.attribute):
+        if a.name == name:
+            del node.attribute[i]
+            break
+    if value is not None:
+        node.attribute.append(onnx.helper.make_attribute(name, value))
+    return m
+
+
+def spec_outputs(model: Any, inputs: list[Any]) -> list[Any]:
+    """What the spec computes, by onnx.reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    ev = ReferenceEvaluator(model)
+    return list(ev.run(None, dict(zip([i.name for i in model.graph.input], inputs, strict=False))))
+
+
+def check_variant(engine: str, model: Any, inputs: list[Any]) -> str:
+    """'match' / the kind of difference / why it could not be judged, for one variant model."""
+    from testmodels import engines as E
+
+    try:
+        refs = spec_outputs(model, inputs)
+    except Exception as e:
+        return f"no reference ({type(e).__name__})"
+    try:
+        outs = E.run(engine, model, inputs)
+    except (E.LoadError, E.RunError) as e:
+        return f"engine refuses: {str(e)[:60]}"
+    v = E.compare(refs, outs)
+    return v.status if not v.differs else f"{v.status} ({_num(v.max_abs)})"
+
+
+def probe(engine: str, cases: list[str]) -> None:
+    import onnx
+
+    from testmodels.node_cases import case_folder, load_io, model_paths
+
+    paths = model_paths()
+    values = _attr_values(paths)
+    for case in cases:
+        path = os.path.join(case_folder(), case, "model.onnx")
+        model = onnx.load(path)
+        inputs, _ = load_io(path, model)
+        print(f"{case} [{engine}]: as is -> {check_variant(engine, model, inputs)}")
+        for i, node in enumerate(model.graph.node):
+            try:
+                schema = onnx.defs.get_schema(node.op_type, max(o.version for o in model.opset_import), node.domain)
+            except Exception:
+                continue
+            for name in schema.attributes:
+                for v in sorted(values.get((node.op_type, name), set()), key=repr):
+                    if any(a.name == name and onnx.helper.get_attribute_value(a) == v for a in node.attribute):
+                        continue
+                    print(f"  {node.op_type}.{name}={v!r} -> {check_variant(engine, variant(model, i, name, v), inputs)}")
+
+
+# --------------------------------------------------------------------------------------------
+# score: graphlint's drift findings against the observations
+
+NEW_RULES = ("GL2010", "GL2011")
+
+
+def lint_many(paths: list[str]) -> list[dict[str, Any]]:
+    """Per test and target: the drift (GL2xxx) findings, as (rule id, node label, op type)."""
+    from graphlint.lint import LintOptions, lint_paths
+    from testmodels.node_cases import case_name
+
+    rows = []
+    for path in paths:
+        row: dict[str, Any] = {"case": case_name(path)}
+        run = lint_paths([path], LintOptions(targets=["ort", "openvino"], select=["drift"]))
+        for res in run.results:
+            row[res.target.name] = [[f.rule_id, f.node or "", f.op_type or ""] for f in res.findings
+                                    if not f.suppressed and f.rule_id.startswith("GL2")]
+        rows.append(row)
+    return rows
+
+
+def _lint_crashed(path: str) -> dict[str, Any]:
+    from testmodels.node_cases import case_name
+
+    return {"case": case_name(path), "ort": [], "openvino": [], "crashed": True}
+
+
+def lint_all(paths: list[str] | None = None, jobs: int = 2) -> dict[str, dict[str, Any]]:
+    from testmodels.node_cases import case_name, model_paths, run_isolated
+
+    rows = run_isolated(lint_many, paths if paths is not None else model_paths(), _lint_crashed, case_name, jobs, 16)
+    return {r["case"]: r for r in rows}
+
+
+def score(obs: dict[str, Any], lint: dict[str, dict[str, Any]], engine: str) -> dict[str, Any]:
+    """Recall over the tests where the engine differs, false positives over those where it matches.
+
+    A node test's graph is the op under test (one node), or for ``*_expanded`` tests the op's
+    function body, every node of which is part of the drifting op: a finding on any node of the
+    test's graph points at it. Tests the engine refuses or cannot run are left out (GL1xxx).
+    """
+    differ = [c for c, r in obs.items() if r[engine]["status"] in ("values", "shape")]
+    match = [c for c, r in obs.items() if r[engine]["status"] == "match"]
+    new = lambda c: [f for f in lint.get(c, {}).get(engine, []) if f[0] in NEW_RULES]  # noqa: E731
+    fam = lambda c: lint.get(c, {}).get(engine, [])  # noqa: E731
+    hit_new = [c for c in differ if new(c)]
+    hit_fam = [c for c in differ if fam(c)]
+    fp_new = [c for c in match if new(c)]
+    fp_fam = [c for c in match if fam(c)]
+    return {
+        "differ": len(differ), "match": len(match),
+        "recall_new": len(hit_new) / max(1, len(differ)), "recall_family": len(hit_fam) / max(1, len(differ)),
+        "fp_new": len(fp_new) / max(1, len(match)), "fp_family": len(fp_fam) / max(1, len(match)),
+        "missed": sorted(set(differ) - set(hit_fam)), "false_new": sorted(fp_new),
+        "false_family_only": sorted(set(fp_fam) - set(fp_new)),
+    }
+
+
+def main(argv: list[str]) -> None:
+    cmd = argv[1] if len(argv) > 1 else "observe"
+    if cmd == "observe":
+        t0 = time.time()
+        rows = observe()
+        write_observations(rows)
+        from collections import Counter
+
+        for eng in ("ort", "openvino"):
+            print(eng, dict(Counter(r[eng]["status"] for r in rows)))
+        print(f"{len(rows)} tests in {time.time() - t0:.0f}s -> {OBSERVATIONS}")
+    elif cmd == "probe":
+        engine = argv[2]
+        obs = load_observations()["rows"]
+        cases = argv[3:] or [c for c, r in obs.items() if r[engine]["status"] in ("values", "shape")]
+        probe(engine, cases)
+    elif cmd == "score":
+        obs = load_observations()["rows"]
+        lint = lint_all()
+        for eng in ("ort", "openvino"):
+            sc = score(obs, lint, eng)
+            print(f"{eng}: differ {sc['differ']} match {sc['match']}; recall GL2010/11 {sc['recall_new']:.3f}, "
+                  f"GL2 family {sc['recall_family']:.3f}; false positives GL2010/11 {sc['fp_new']:.4f}, "
+                  f"GL2 family {sc['fp_family']:.4f}")
+            print("  missed:", " ".join(sc["missed"]))
+            print("  false (new rules):", " ".join(sc["false_new"]))
+            print("  false (other GL2 rules):", " ".join(sc["false_family_only"]))
+    else:
+        raise SystemExit(f"unknown command {cmd!r} (observe, probe, update)")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
