@@ -180,6 +180,8 @@ def magnitude(f: dict[str, Any]) -> str:
     if f["kind"] == "shape":
         return "wrong output shape"
     m = f.get("max_abs")
+    if m == "inf":
+        return "Inf or NaN where the spec has a finite value, or the reverse, on the node tests"
     return f"max |engine - spec| {m:g} on the node tests" if isinstance(m, int | float) else "size not measured"
 
 

@@ -191,7 +191,8 @@ def _one(ref: Any, out: Any) -> Verdict:
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     fin = ~(nan_a | nan_b)
     both_inf = np.isinf(a) & np.isinf(b) & (np.sign(a) == np.sign(b))
-    diff = np.where(both_inf, 0.0, np.abs(a - b))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(both_inf, 0.0, np.abs(a - b))
     d = float(np.max(diff[fin])) if fin.any() else 0.0
     if not np.array_equal(nan_a, nan_b):
         return Verdict("values", d if np.isfinite(d) else float("inf"), "NaN where the spec has none, or the reverse")

@@ -269,6 +269,92 @@ def score(obs: dict[str, Any], lint: dict[str, dict[str, Any]], engine: str) -> 
     }
 
 
+# --------------------------------------------------------------------------------------------
+# update: re-measure every fact
+
+TABLE = os.path.join(os.path.dirname(HERE), "engine_drift.toml")
+
+
+def measure_fact(fact: dict[str, Any]) -> dict[str, Any]:
+    """Run a fact's evidence tests and variants on its engine: what the table records of it."""
+    import onnx
+
+    from testmodels.node_cases import case_folder
+    from testmodels.node_cases import load_io as io
+
+    worst, shape, shown, failures = 0.0, False, [], []
+    for case in fact["evidence"]:
+        path = os.path.join(case_folder(), case, "model.onnx")
+        r = observe_one(path)[fact["engine"]]
+        if r["status"] in ("values", "shape"):
+            shown.append(case)
+            shape |= r["status"] == "shape"
+            if isinstance(r.get("max_abs"), int | float):
+                worst = max(worst, float(r["max_abs"]))
+            elif r.get("max_abs") is not None:
+                worst = float("inf")
+    for v in fact.get("variants", []):
+        path = os.path.join(case_folder(), v["case"], "model.onnx")
+        model = onnx.load(path)
+        inputs, _ = io(path, model)
+        idx = next(i for i, n in enumerate(model.graph.node) if n.op_type in fact["op"])
+        for name, value in v["set"].items():
+            model = variant(model, idx, name, value)
+        verdict = check_variant(fact["engine"], model, inputs)
+        if verdict != "match":
+            failures.append(f"{v['case']} {v['set']}: {verdict}")
+    ver = versions()[fact["engine"]]
+    return {"reproduces": bool(shown) and not failures, "shown": shown, "variant_failures": failures,
+            "max_abs": None if shape else _num(worst),
+            "measured": f"{'onnxruntime' if fact['engine'] == 'ort' else 'OpenVINO'} {ver} CPU"
+                        + (" (INFERENCE_PRECISION_HINT=f32)" if fact["engine"] == "openvino" else "")}
+
+
+def _set_line(block: str, key: str, value: Any) -> str:
+    """Replace (or add after `kind`) one `key = value` line of a fact block."""
+    line = f"{key} = {json.dumps(value)}"
+    lines = block.split("\n")
+    for i, ln in enumerate(lines):
+        if ln.startswith(f"{key} = "):
+            lines[i] = line
+            return "\n".join(lines)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("kind = "))
+    lines.insert(at + 1, line)
+    return "\n".join(lines)
+
+
+def update(path: str = TABLE) -> list[str]:
+    """Re-measure every engine-run fact and write measured / max_abs / reproduces into the table."""
+    from graphlint.fsutil import atomic_write_text
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    with open(path, "rb") as f:
+        facts = tomllib.load(f)["fact"]
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    report = []
+    for fact in facts:
+        if fact.get("documentary"):
+            continue
+        m = measure_fact(fact)
+        start = text.index(f'id = "{fact["id"]}"')
+        end = text.find("[[fact]]", start)
+        end = len(text) if end == -1 else end
+        block = text[start:end]
+        block = _set_line(block, "measured", m["measured"])
+        if m["max_abs"] is not None:
+            block = _set_line(block, "max_abs", m["max_abs"] if isinstance(m["max_abs"], float) else str(m["max_abs"]))
+        block = _set_line(block, "reproduces", m["reproduces"])
+        text = text[:start] + block + text[end:]
+        report.append(f"{fact['id']}: shown by {len(m['shown'])}/{len(fact['evidence'])} tests, "
+                      f"max_abs {m['max_abs']}, variants failing: {m['variant_failures'] or 'none'}")
+    atomic_write_text(path, text)
+    return report
+
+
 def main(argv: list[str]) -> None:
     cmd = argv[1] if len(argv) > 1 else "observe"
     if cmd == "observe":
@@ -285,6 +371,9 @@ def main(argv: list[str]) -> None:
         obs = load_observations()["rows"]
         cases = argv[3:] or [c for c, r in obs.items() if r[engine]["status"] in ("values", "shape")]
         probe(engine, cases)
+    elif cmd == "update":
+        for line in update():
+            print(line)
     elif cmd == "score":
         obs = load_observations()["rows"]
         lint = lint_all()
