@@ -122,7 +122,8 @@ def test_trt_seed_fact_is_the_documented_restriction():
     doc = os.path.join(SHARED, "reference", "onnx-tensorrt-operators-trt10.15.md")
     if not os.path.exists(doc):
         pytest.skip("shared reference docs not beside the checkout")
-    rows = [ln for ln in open(doc, encoding="utf-8") if ln.startswith("| Random")]
+    with open(doc, encoding="utf-8") as f:
+        rows = [ln for ln in f if ln.startswith("| Random")]
     fact = next(f for f in DOCUMENTED if f["id"] == "trt-random-seed-ignored")
     assert {r.split("|")[1].strip() for r in rows} == set(fact["op"])
     assert all("`seed` value is ignored by TensorRT" in r for r in rows)

@@ -84,9 +84,10 @@ class MaxPoolExplicitPads(Pass):
                 strides = list(gu.attr(node, "strides") or [1] * k)
                 dil = list(gu.attr(node, "dilations") or [1] * k)
                 pads = list(gu.attr(node, "pads") or [0] * (2 * k))
-                new = list(pads)
+                new, sizes = list(pads), []
                 for i in range(k):
                     out, _ = pool_output_size(shp[2 + i], kernel[i], strides[i], pads[i], pads[k + i], dil[i], True)
+                    sizes.append(out)
                     ek = (kernel[i] - 1) * dil[i] + 1
                     # smallest end pad whose floor-mode size is `out`
                     new[k + i] = max(0, (out - 1) * strides[i] + ek - shp[2 + i] - pads[i])
@@ -95,7 +96,19 @@ class MaxPoolExplicitPads(Pass):
                 else:
                     gu.set_attr(node, "ceil_mode", 0)
                     gu.set_attr(node, "pads", new)
+                    _declare_spatial(g, node.output, sizes)
                     changes.append(f"{gu.label(node)!r}: ceil_mode=1 pads {pads} -> ceil_mode=0 pads {new}")
                     continue
                 skipped.append(f"{gu.label(node)!r}: no end padding reproduces the ceil-mode size")
         return PassResult(model, bool(changes), changes, skipped=skipped)
+
+
+def _declare_spatial(g: onnx.GraphProto, outputs: Any, sizes: list[int]) -> None:
+    """Write the spec's spatial sizes into the outputs' declared shapes (onnx shape inference 1.23
+    keeps the last ceil-mode window, so exporters declare the engine's size, not the spec's)."""
+    for vi in list(g.output) + list(g.value_info):
+        if vi.name in outputs and vi.type.tensor_type.HasField("shape"):
+            dims = vi.type.tensor_type.shape.dim
+            for i, n in enumerate(sizes):
+                if 2 + i < len(dims) and dims[2 + i].HasField("dim_value"):
+                    dims[2 + i].dim_value = n
