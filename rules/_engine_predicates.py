@@ -10,18 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from graphlint_rules._drift import const as _const
 
 from graphlint.ir import Node, Value
 from graphlint.opmath import pool_output_size
-
-
-def _const(v: Value | None) -> np.ndarray | None:
-    if v is None or v.const is None:
-        return None
-    try:
-        return np.asarray(v.const.numpy())
-    except Exception:  # unreadable weights are GL0005's business
-        return None
 
 
 def _static(v: Value | None) -> tuple[int, ...] | None:
