@@ -127,3 +127,47 @@ def test_trt_seed_fact_is_the_documented_restriction():
     fact = next(f for f in DOCUMENTED if f["id"] == "trt-random-seed-ignored")
     assert {r.split("|")[1].strip() for r in rows} == set(fact["op"])
     assert all("`seed` value is ignored by TensorRT" in r for r in rows)
+
+
+REQUIRED = ("id", "engine", "versions", "op", "opsets", "when", "kind", "does", "advice", "evidence", "close",
+            "variants")
+
+
+def _clauses(clauses):
+    for c in clauses:
+        if "any" in c:
+            for group in c["any"]:
+                yield from _clauses(group)
+        else:
+            yield c
+
+
+@pytest.mark.parametrize("fact", E.facts(), ids=lambda f: f["id"])
+def test_fact_is_complete_and_consistent(fact):
+    from graphlint_rules._engine_predicates import PREDICATES
+
+    from graphlint.rewrites import CATALOGUE
+    from graphlint.target import resolve
+
+    for key in REQUIRED:
+        assert key in fact, f"{fact['id']} lacks {key}"
+    assert fact["kind"] in ("values", "shape")
+    assert [f["id"] for f in E.facts()].count(fact["id"]) == 1
+    for v in fact["versions"]:
+        assert resolve(f"{fact['engine']}@{v}").version == v  # a target a user can name
+    for c in _clauses(fact["when"]):
+        keys = set(c) - {"if_unknown"}
+        assert keys & {"attr", "input", "output", "pred"}, c
+        if "pred" in c:
+            assert c["pred"] in PREDICATES
+    if fact.get("rewrite"):
+        assert fact["rewrite"] in CATALOGUE
+    if fact.get("documentary"):
+        assert fact["source"] and not fact["evidence"]
+        return
+    obs = generator().load_observations()["rows"]
+    assert fact["measured"] and fact.get("reproduces") is True
+    for case in fact["evidence"]:
+        assert obs[case][fact["engine"]]["status"] == fact["kind"], f"{case} is not recorded as drifting"
+    for case in fact["close"]:
+        assert obs[case][fact["engine"]]["status"] == "match", f"{case} is not recorded as matching"
