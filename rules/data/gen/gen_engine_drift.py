@@ -3,6 +3,7 @@
     python rules/data/gen/gen_engine_drift.py observe   # engines x backend node tests -> observations
     python rules/data/gen/gen_engine_drift.py probe     # one-attribute variants of each differing test
     python rules/data/gen/gen_engine_drift.py update    # re-measure every fact, rewrite the table
+    python rules/data/gen/gen_engine_drift.py score     # the drift rules' recall / false positives
 
 ``observe`` runs every ONNX backend node test (``onnx.backend.test.case.node.collect_testcases()``,
 materialized by testmodels/node_cases.py) on onnxruntime CPU and on OpenVINO CPU compiled at f32,
@@ -12,16 +13,17 @@ this script: per test and engine, ``load`` / ``run`` (the engine refuses the mod
 inference: target-support matters, GL1xxx, outside the drift denominator), ``crash``, ``match``,
 or the kind of difference (``values`` / ``shape``) with the largest difference seen.
 
-``probe`` takes each differing test and changes one attribute at a time (to each other value
-the schema or the test family uses) and reruns the engine, printing which changes make the
+``probe ENGINE [TEST ..]`` takes each differing test and changes one attribute at a time (to every
+value the node tests use for that attribute) and reruns the engine, printing which changes make the
 engine agree with the spec (onnx.reference computes the variant's expected outputs): that is
 how a fact's condition is found. The conditions are then written by hand into
 ``rules/data/engine_drift.toml`` in its small condition language (rules/_engine_drift.py).
 
 ``update`` re-runs, for every fact of the table, the evidence tests (the node tests it names and
 its focused variants) on the installed engine versions, records the version and the largest
-difference seen, marks facts that no longer reproduce (``reproduces = false``: then the rules
-stay silent on them), and prints the differing node tests that no fact covers.
+difference seen, and marks facts that no longer reproduce (``reproduces = false``: then the
+rules stay silent on them). ``score`` lints every node test and prints, per target, recall over
+the differing tests, false positives over the matching ones, and the tests missed (docs/drift.md).
 """
 
 from __future__ import annotations
@@ -270,7 +272,7 @@ def main(argv: list[str]) -> None:
             print("  false (new rules):", " ".join(sc["false_new"]))
             print("  false (other GL2 rules):", " ".join(sc["false_family_only"]))
     else:
-        raise SystemExit(f"unknown command {cmd!r} (observe, probe, update)")
+        raise SystemExit(f"unknown command {cmd!r} (observe, probe, update, score)")
 
 
 if __name__ == "__main__":
