@@ -6,7 +6,7 @@ test in the layout of onnx's own test data: ``<name>/model.onnx``, ``input_<j>.p
 ``output_<j>.pb`` (tensors, sequences and optionals as onnx.numpy_helper writes them).
 
 ``run_isolated(fn, items)`` maps ``fn`` (which takes a list of items and returns one dict per
-item, each with a ``"case"`` key) over worker processes; a native crash in an engine kills only
+item, each with a ``"case"`` key) over spawned worker processes; a native crash in an engine kills only
 its worker, and the items that did not finish are retried, the first of them alone when no
 progress is made, and reported through ``crashed(item)`` when it takes its worker down again.
 Used by tests/test_conformance_backend.py and rules/data/gen/gen_engine_drift.py.
@@ -100,14 +100,21 @@ def load_io(model_path: str, model: Any) -> tuple[list[Any], list[Any]]:
 
 def run_isolated(fn: Callable[[list[Any]], list[dict]], items: list[Any], crashed: Callable[[Any], dict],
                  key: Callable[[Any], str], jobs: int = 2, chunk: int = 8) -> list[dict]:
-    """``fn`` over ``items`` in ``jobs`` worker processes, surviving native crashes; rows sorted by case."""
+    """``fn`` over ``items`` in ``jobs`` worker processes, surviving native crashes; rows sorted by case.
+
+    Workers are spawned, not forked: a test process that already ran an engine holds its thread
+    pools' locks, and a forked child can wait on them forever.
+    """
+    import multiprocessing
     from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")
 
     done: dict[str, dict] = {}
     pending = list(items)
     while pending:
         before = len(done)
-        with ProcessPoolExecutor(jobs) as ex:
+        with ProcessPoolExecutor(jobs, mp_context=ctx) as ex:
             futures = [ex.submit(fn, pending[i:i + chunk]) for i in range(0, len(pending), chunk)]
             for fut in futures:
                 # a native crash takes the pool down: what did not finish is retried below
@@ -116,7 +123,7 @@ def run_isolated(fn: Callable[[list[Any]], list[dict]], items: list[Any], crashe
         pending = [p for p in pending if key(p) not in done]
         if pending and len(done) == before:  # no progress: run the first item alone
             p = pending.pop(0)
-            with ProcessPoolExecutor(1) as ex:
+            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
                 try:
                     row = ex.submit(fn, [p]).result()[0]
                 except BrokenProcessPool:
