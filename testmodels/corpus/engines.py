@@ -2,8 +2,8 @@
 
 Inputs are random (graphlint.fix.verify.make_feeds: token ids below the embedding table's row
 count, attention masks of ones with padded rows, images in N(0,1)) at two shapes: the declared
-one with every symbolic dim set to a small value (``DIMS``), and another legal one (``ALT``:
-every symbolic dim doubled). A model whose inputs are all static runs once ("alt" is then
+one with every symbolic dim set to a small value, and another legal one (every symbolic dim
+doubled; both values in ``DIMS`` by dim name). A model whose inputs are all static runs once ("alt" is then
 "same shape"). A wheel model's manifest may give exact shapes and fixed values (a sample rate)
 where its package documents them.
 
