@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from graphlint.fix.base import ONNX_FORMAT, PASSES, Pass
-from graphlint.fix.passes import contracts, drift, fusion, graph, openvino, quant, unfuse
+from graphlint.fix.passes import contracts, drift, engine_drift, fusion, graph, openvino, quant, unfuse
 
-__all__ = ["contracts", "drift", "fusion", "graph", "load_passes", "openvino", "quant", "unfuse"]
+__all__ = ["contracts", "drift", "engine_drift", "fusion", "graph", "load_passes", "openvino", "quant", "unfuse"]
 
 
 def load_passes(fmt: str = ONNX_FORMAT) -> dict[str, type[Pass]]:
