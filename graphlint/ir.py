@@ -280,6 +280,7 @@ class LoadIssue:
     value: str | None = None
     line: int | None = None
     graph_path: str = "main"
+    key: str | None = None  # tells issues of one kind on one node apart (an <edge>'s endpoints)
 
 
 class Background(Protocol):

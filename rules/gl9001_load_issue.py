@@ -38,7 +38,8 @@ class LoadIssue(Rule):
         for issue in ctx.model.issues:
             if issue.kind in OWNED:
                 continue
-            f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:] + ".", kind=issue.kind)
+            kind = issue.kind if issue.key is None else f"{issue.kind} {issue.key}"
+            f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:] + ".", kind=kind)
             if issue.line and issue.node is None:  # e.g. an <edge> line in the .xml
                 f.location = SourceLoc(file=ctx.model.path, graph_path=issue.graph_path, line=issue.line)
             yield f

@@ -94,6 +94,7 @@ class _Handler(xml.sax.ContentHandler):
         self._dim_text: list[str] | None = None
         self._section: str | None = None  # "input" | "output"
         self._rt_path: list[str] = []
+        self.root_line: int | None = None  # line of the document element
 
     def setDocumentLocator(self, locator: Any) -> None:
         self.locator = locator
@@ -101,6 +102,8 @@ class _Handler(xml.sax.ContentHandler):
     def startElement(self, tag: str, attrs: Any) -> None:
         a = dict(attrs)
         parent = self._stack[-1] if self._stack else None
+        if parent is None and self.locator is not None:
+            self.root_line = self.locator.getLineNumber()
         self._stack.append(tag)
         if len(self._stack) > MAX_XML_DEPTH:
             raise _TooDeep(f"XML elements nested deeper than {MAX_XML_DEPTH} levels")
@@ -170,21 +173,36 @@ class _Handler(xml.sax.ContentHandler):
 
 
 def parse_xml(path: str) -> _Handler:
+    """Parse the .xml; refusals carry the line the parser stopped at (reports put it in the region)."""
     handler = _Handler()
+
+    def line() -> int | None:  # where the parser is: the DOCTYPE, the too-deep element, ...
+        n = handler.locator.getLineNumber() if handler.locator is not None else None
+        return n if isinstance(n, int) and n > 0 else None
+
     try:
         with open(path, "rb") as f:
             defusedxml.sax.parse(f, handler, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except _TooDeep as e:
-        raise InputError(path, f"{e}; refusing to analyse it") from None
+        n = line()
+        raise InputError(path, f"{e}{_at(n)}; refusing to analyse it", n) from None
     except DefusedXmlException as e:
-        raise InputError(path, f"unsafe XML refused ({type(e).__name__}: DTDs and entities are not allowed in OpenVINO IR)") from None
+        n = line()
+        raise InputError(path, f"unsafe XML refused{_at(n)} ({type(e).__name__}: DTDs and entities are not "
+                               f"allowed in OpenVINO IR)", n) from None
     except xml.sax.SAXParseException as e:
-        raise InputError(path, f"malformed XML at line {e.getLineNumber()}: {e.getMessage()}") from None
+        n = e.getLineNumber()
+        raise InputError(path, f"malformed XML at line {n}: {e.getMessage()}",
+                         n if isinstance(n, int) and n > 0 else None) from None
     except OSError as e:
         raise InputError(path, os_problem(e)) from None
     if not handler.net_attrs and not handler.root.layers:
-        raise InputError(path, "XML is not an OpenVINO IR (no <net> element)")
+        raise InputError(path, "XML is not an OpenVINO IR (no <net> element)", handler.root_line)
     return handler
+
+
+def _at(line: int | None) -> str:
+    return f" at line {line}" if line else ""
 
 
 class _Bin:
@@ -254,7 +272,7 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
     for i, lay in enumerate(ctx.layers):
         if lay.lid in layers:
             issues.append(LoadIssue("xml-structure", f"duplicate layer id {lay.lid!r}", line=lay.line,
-                                    graph_path=graph.path))
+                                    graph_path=graph.path, key=f"layer {lay.lid}"))
         layers[lay.lid] = lay
         src = SourceLoc(file=file, graph_path=graph.path, node_index=i, node_name=lay.name,
                         layer_id=lay.lid, layer_type=lay.type, layer_version=lay.version, line=lay.line)
@@ -317,9 +335,16 @@ def load(path: str) -> Model:
     weights = _Bin(bin_path, issues)
     main = Graph(h.net_attrs.get("name", "main"), "main")
     _build(h.root, main, path, weights, issues)
-    has_const = any(n.op_type == "Const" for n in main.walk())
-    if weights.missing and has_const:
-        issues.append(LoadIssue("bin-missing", f"weights file {os.path.basename(bin_path)!r} is missing or not a file"))
+    if weights.missing:
+        # OpenVINO fails on the first Const that reads weights: report it there, at its <layer> line.
+        readers = [n for n in main.walk() if n.op_type == "Const" and n.source is not None
+                   and n.attr("size") != "0"]
+        first = min(readers, key=lambda n: n.source.line or 0, default=None)
+        if first is not None:
+            issues.append(LoadIssue(
+                "bin-missing", f"weights file {os.path.basename(bin_path)!r} is missing or not a file "
+                               f"(Const layer {first.name!r}, id {first.source.layer_id}, is the first that reads it)",
+                node=first, line=first.source.line))
     model = Model(
         path=path,
         format="openvino",
