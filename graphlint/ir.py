@@ -311,6 +311,7 @@ class Model:
     # merged into it: the values carry those types.
     proto: Any = None
     ov_opsets: set[str] = field(default_factory=set)  # OpenVINO opsets used
+    ov_layer_types: set[tuple[str, str]] = field(default_factory=set)  # OpenVINO (version, type) pairs used
     stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
     # Graph input/output types as the file declares them, before shape inference filled gaps.
     declared_io: dict[str, tuple[str | None, Shape]] = field(default_factory=dict)

@@ -8,22 +8,23 @@ from graphlint.ir import ONNX, OPENVINO, SourceLoc
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 # Load issue kinds other rules own.
-OWNED = {"shape-inference", "external-data", "bin-range", "bin-missing"}
+OWNED = {"shape-inference", "external-data", "bin-range", "bin-missing", "xml-edge", "xml-port"}
 
 
 class LoadIssue(Rule):
     """The loader found a structural problem it had to work around.
 
     ## What it checks
-    Problems recorded while building the graph that no other rule owns: OpenVINO IR edges to
-    missing layers or ports, duplicate layer ids, and similar structural defects.
+    Problems recorded while building the graph that no other rule owns: duplicate OpenVINO IR
+    layer ids, duplicate ONNX node names, and similar structural defects. (Edges OpenVINO's
+    reader refuses are GL0006's.)
 
     ## Why it matters
-    Anything the loader had to skip is something the engine will choke on, and analysis of
+    Anything the loader had to skip is something the engine may choke on, and analysis of
     the surrounding nodes may be incomplete.
 
     ## Example
-    An `<edge from-layer="7" ...>` in an .xml where no layer has id 7.
+    Two `<layer id="1" ...>` elements in one OpenVINO IR `.xml`.
 
     ## Fix
     Regenerate the IR with `openvino.save_model` (or `ovc`) from the source model.
