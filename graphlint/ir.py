@@ -24,6 +24,21 @@ import numpy as np
 Dim = int | str | None
 # A shape is a tuple of dims, or None when even the rank is unknown.
 Shape = tuple[Dim, ...] | None
+INT64_MAX = 2**63 - 1
+
+
+def impossible_shape(shape: Shape) -> bool:
+    """A static dim below -1, or static dims whose product exceeds INT64_MAX (with no 0 among
+    them): a tensor no engine can hold (GL0007; loaders flag models that have one)."""
+    if not shape:
+        return False
+    n = 1
+    for d in shape:
+        if isinstance(d, int):
+            if d < -1:
+                return True
+            n *= d if d > 0 else (0 if d == 0 else 1)
+    return n > INT64_MAX
 
 ONNX = "onnx"
 OPENVINO = "openvino"

@@ -8,7 +8,8 @@ from graphlint.ir import ONNX, OPENVINO, SourceLoc
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 # Load issue kinds other rules own.
-OWNED = {"shape-inference", "external-data", "bin-range", "bin-missing", "xml-edge", "xml-port"}
+OWNED = {"shape-inference", "external-data", "bin-range", "bin-missing", "xml-edge", "xml-port",
+         "dim-refused", "impossible-dims"}
 
 
 class LoadIssue(Rule):
@@ -17,7 +18,7 @@ class LoadIssue(Rule):
     ## What it checks
     Problems recorded while building the graph that no other rule owns: duplicate OpenVINO IR
     layer ids, duplicate ONNX node names, and similar structural defects. (Edges OpenVINO's
-    reader refuses are GL0006's.)
+    reader refuses are GL0006's; dimensions it refuses are GL0007's.)
 
     ## Why it matters
     Anything the loader had to skip is something the engine may choke on, and analysis of

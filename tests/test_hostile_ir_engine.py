@@ -100,6 +100,9 @@ REFUSED: list[tuple[str, str, Edit, str, str]] = [
     ("const-reads-past-the-end-of-the-bin", "add", lambda x, d: (x, d[:8]), 'type="Const"', "GL0005"),
     ("const-offset-past-the-bin", "add", sub('offset="0"', 'offset="4096"'), 'type="Const"', "GL0005"),
     ("bin-missing", "add", lambda x, d: (x, None), 'type="Const"', "GL0005"),
+    ("negative-dim", "add", sub("<dim>4</dim>", "<dim>-7</dim>"), 'type="Parameter"', "GL0007"),
+    ("question-mark-dim", "add", sub("<dim>4</dim>", "<dim>?</dim>"), 'type="Parameter"', "GL0007"),
+    ("const-with-a-negative-shape", "add", sub('shape="1, 4"', 'shape="1, -4"'), 'type="Const"', "GL0007"),
     ("two-edges-into-one-port", "pad", feed_pad_port_twice, "SECOND-EDGE", "GL0006"),
     ("gap-in-the-connected-ports", "pad", drop_pad_edge(1), 'type="Pad"', "GL0006"),
 ]

@@ -106,6 +106,21 @@ def test_if_without_branches_gives_results_with_their_own_fingerprints(tmp_path)
     assert fingerprints(moved, "ctl") == fingerprints(run, "ctl") and len(fingerprints(run, "ctl")) >= 3
 
 
+def test_one_finding_per_target_with_different_messages_stays_apart(tmp_path):
+    """GL0007 on one input says a different thing per target: three results, three fingerprints."""
+    m = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                                  [h.make_tensor_value_info("x", T.FLOAT, [1, -5])],
+                                  [h.make_tensor_value_info("y", T.FLOAT, [1, 4])]),
+                     opset_imports=[h.make_opsetid("", 17)])
+    p = save(m, str(tmp_path), "neg.onnx")
+    run = lint_sarif([p], str(tmp_path), "--target", "ort", "--target", "trt", "--target", "openvino",
+                     "--select", "GL0007").sarif["runs"][0]
+    assert sorted(x["properties"]["target"] for x in run["results"]) == [
+        "openvino@2026.4:cpu", "ort@1.32:cpu", "trt@10.15"]
+    single = lint_sarif([p], str(tmp_path), "--target", "ort", "--select", "GL0007").sarif["runs"][0]
+    assert len(single["results"]) == 1
+
+
 def test_failures_with_long_common_prefixes_have_distinct_fingerprints(tmp_path):
     deep = tmp_path / ("a-rather-long-folder-name-" * 4)
     deep.mkdir()

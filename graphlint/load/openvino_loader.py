@@ -14,7 +14,9 @@ inputs graph outputs. Bodies of TensorIterator/Loop/If layers become subgraphs.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import xml.sax
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,18 @@ from defusedxml import DefusedXmlException
 
 from graphlint import dtypes
 from graphlint.errors import InputError
-from graphlint.ir import OPENVINO, Graph, LoadIssue, Model, Node, SourceLoc, Tensor, Value
+from graphlint.ir import (
+    INT64_MAX,
+    OPENVINO,
+    Graph,
+    LoadIssue,
+    Model,
+    Node,
+    SourceLoc,
+    Tensor,
+    Value,
+    impossible_shape,
+)
 from graphlint.load.files import os_problem, read_range
 
 BODY_TAGS = {"body", "then_body", "else_body"}
@@ -41,13 +54,41 @@ class _TooDeep(Exception):
     """Raised from the SAX handler; parse_xml turns it into an InputError."""
 
 
+_LEADING_INT = re.compile(r"\s*([+-]?\d+)")
+
+
 def _dim(text: str) -> int | None:
     text = text.strip()
     try:
         v = int(text)
     except ValueError:
-        return None  # "?", "1..128", "-1..-1": dynamic (bounds kept in rt_info)
-    return v if v >= 0 else None
+        return None  # "1..128", "-1..-1": dynamic (bounds kept in rt_info)
+    return v if 0 <= v <= INT64_MAX else None
+
+
+def const_shape(text: str) -> tuple[int, ...] | None:
+    """A Const layer's ``shape`` attribute, or None where the reader refuses it: it parses each
+    comma-separated item as an integer ("Cannot parse 'abc'", an empty item "is incorrect"),
+    and a negative one makes the element count disagree with ``size`` (observed on 2026.4)."""
+    if not text.strip():
+        return ()  # a scalar
+    items = [t.strip() for t in text.split(",")]
+    if not all(map(str.isdigit, items)):
+        return None
+    shape = tuple(map(int, items))
+    return shape if all(d <= INT64_MAX for d in shape) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def refused_dim(text: str) -> bool:
+    """Whether OpenVINO's IR reader refuses this ``<dim>`` text ("dimension (X) in node dim must
+    be greater or equal to -1"). As observed on 2026.4 (tests/test_hostile_dims.py checks
+    each case against read_model): it reads the leading integer of the text, or of the part
+    before ``..`` of an interval, and needs -1 <= value <= INT64_MAX; "", "?" and "..5" have none.
+    """
+    lower = text.split("..", 1)[0]
+    m = _LEADING_INT.match(lower)
+    return m is None or not -1 <= int(m.group(1)) <= INT64_MAX
 
 
 @dataclass
@@ -221,9 +262,14 @@ class _Bin:
 
     def tensor(self, layer: _Layer, node: Node) -> Tensor:
         dtype = dtypes.ov_dtype(layer.attrs.get("element_type")) or "?"
-        shape_s = layer.attrs.get("shape", "")
-        shape = tuple(int(s) for s in shape_s.replace(" ", "").split(",") if s.strip().lstrip("-").isdigit())
         name = layer.name or layer.lid
+        shape = const_shape(layer.attrs.get("shape", ""))
+        if shape is None:  # no shape to trust, no bytes to read
+            self.issues.append(LoadIssue(
+                "dim-refused", f"Const layer {name!r} (id {layer.lid}) has shape {layer.attrs['shape']!r}, "
+                               f"not a list of integers >= 0", node=node, line=layer.line, graph_path=node.graph.path,
+                key="shape"))
+            return Tensor(name, dtype, (), None, location="bin:bad-shape")
         try:
             offset, size = int(layer.attrs.get("offset", "0")), int(layer.attrs.get("size", "0"))
         except ValueError:
@@ -284,6 +330,13 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
                     opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src)
         nodes[lay.lid] = node
         graph.nodes.append(node)
+        for port in (*lay.inputs, *lay.outputs):
+            if any(map(refused_dim, port.dims)):  # cached per text: a port costs a few dict lookups
+                bad = next(d for d in port.dims if refused_dim(d))
+                issues.append(LoadIssue(
+                    "dim-refused", f"port {port.pid} of layer {lay.name or lay.lid!r} (id {lay.lid}) has <dim> "
+                                   f"{bad!r}, not an integer >= -1 or an interval lo..hi",
+                    node=node, line=lay.line, graph_path=graph.path, key=f"port {port.pid}"))
         for port in lay.outputs:
             first = (port.names or "").split(",")[0].strip()
             vname = first or f"{lay.name or lay.lid}:{port.pid}"
@@ -291,6 +344,11 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
             graph.values[vname] = v
             v.dtype = dtypes.ov_dtype(port.precision)
             v.shape = tuple(_dim(d) for d in port.dims)
+            # GL0007 reports it (only when flagged: no walk over every value). Dims of 18 digits
+            # in all multiply to less than 10^18 < INT64_MAX: only longer ones need the product.
+            if sum(map(len, port.dims)) > 18 and impossible_shape(v.shape):
+                issues.append(LoadIssue("impossible-dims", f"port {port.pid} of layer {lay.lid} has more than "
+                                                           f"2^63 - 1 elements", node=node, line=lay.line))
             v.producer = node
             v.rt_info = dict(port.rt_info)
             if any(_dim(d) is None and d not in ("-1", "?") for d in port.dims):
