@@ -296,6 +296,21 @@ def test_every_rule_survives_them_in_openvino_ir(tmp_path):
         assert "GL0007" in rules and "GL9002" not in rules
 
 
+def test_fix_refuses_such_a_model_in_one_line(tmp_path):
+    """`graphlint fix` runs onnx's shape inference on the model it rewrites: it refuses instead of aborting."""
+    g = h.make_graph([h.make_node("Slice", ["x", "st", "en", "ax"], ["s"], name="slice"),
+                      h.make_node("Resize", ["s", "", "sc"], ["y"], name="resize", mode="linear")], "g",
+                     [vi("x", [-7, 1, 4, 4])], [vi("y", [0, 1, 8, 8])],
+                     initializer=[*(nh.from_array(np.array([0], np.int64), n) for n in ("st", "en", "ax")),
+                                  nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+    p = save(tmp_path, "neg.onnx", h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=8))
+    assert _onnx_inference_exit(p) == -signal.SIGABRT
+    r = run_cli("fix", p, "-o", str(tmp_path / "fixed.onnx"), "--target", "ort")
+    assert r.code == 2, (r.code, r.err[-300:])
+    (line,) = r.err.strip().splitlines()
+    assert "not fixing" in line and "GL0007" in line and not (tmp_path / "fixed.onnx").exists()
+
+
 def test_guard_leaves_clean_models_alone():
     from graphlint.load.shape_infer import without_negative_dims
 
