@@ -183,7 +183,7 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]],
         forked.cancel_all()  # an inference child forked for this model must not run on
         return [], budget_failure(path, opts.time_budget)
     except InputError as e:
-        return [], LoadFailure(path, e.problem)
+        return [], LoadFailure(path, e.problem, e.line)
     except GraphlintError as e:
         return [], LoadFailure(path, str(e))
     except (MemoryError, RecursionError) as e:

@@ -110,9 +110,14 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
+        """Rule, model, subject and the rule's ``kind`` discriminator (a rule that can report one
+        subject more than once sets ``kind=`` to say which problem each finding is)."""
         # "./m.onnx" and "m.onnx" are the same model; baselines use structural anchors (graphlint.workflow)
         model = posixpath.normpath(self.model.replace("\\", "/"))
         text = f"{self.rule_id}|{model}|{self.identity}"
+        kind = self.properties.get("kind")
+        if kind:
+            text += f"|{kind}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def sort_key(self) -> tuple:

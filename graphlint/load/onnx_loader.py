@@ -41,6 +41,7 @@ from graphlint.ir import (
     Node,
     Tensor,
     Value,
+    impossible_shape,
     norm_domain,
 )
 from graphlint.load import external, shape_infer
@@ -110,7 +111,10 @@ def infer_shapes(data: bytes, issues: list[LoadIssue]) -> bytes | None:
     fills in every type it still can. (onnx's C entry point: the Python wrapper would
     parse the result, which only the types are needed from.)
     """
-    return _strict_then_lenient(functools.partial(_c_infer_shapes, data), issues)
+    guarded = shape_infer.without_negative_dims(data)
+    if guarded is not data:  # GL0007 reports the dims themselves
+        issues.append(LoadIssue("impossible-dims", "negative dims were hidden from ONNX shape inference"))
+    return _strict_then_lenient(functools.partial(_c_infer_shapes, guarded), issues)
 
 
 def _strict_then_lenient(infer: Callable[[bool, bool, bool], bytes], issues: list[LoadIssue]) -> bytes | None:
@@ -286,7 +290,13 @@ def infer_types(data: bytes, inferred_hook: Callable[[], None] = lambda: None) -
 def infer_types_at(path: str, inferred_hook: Callable[[], None] = lambda: None,
                    ) -> tuple[FileKey, tuple[Types | None, list[LoadIssue]]]:
     """:func:`infer_types` on the file at ``path`` (the forked child's work), and which file
-    version it read."""
+    version it read.
+
+    The child's stderr goes to /dev/null: onnx can abort on a hostile model and print its
+    assertion there (onnx#8481, see shape_infer.without_negative_dims); the parent then redoes
+    the work in-process on the guarded bytes, and the user's terminal stays clean.
+    """
+    _silence_stderr()
     with open(path, "rb") as f:
         key = file_key(f.fileno())
         out = _scratch_file()
@@ -306,6 +316,15 @@ def infer_types_at(path: str, inferred_hook: Callable[[], None] = lambda: None,
             f.seek(0)
             return key, infer_types(f.read())
     return key, (decode_types(lite, inferred), issues)
+
+
+def _silence_stderr() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
@@ -461,6 +480,8 @@ class _Converter:
         if types is not None:
             self._set_outputs(types.outputs)
         graphs, table, _ = types if types is not None else decode_types(self.proto)
+        if any(impossible_shape(shape) for _, shape in table):  # a few dozen distinct types: GL0007 looks closer
+            self.issues.append(LoadIssue("impossible-dims", "a declared or inferred shape cannot exist"))
         if len(graphs) != len(self.typed):  # cannot happen for the same bytes; refuse rather than mis-assign
             raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
         for (graph, fallback), (names, ids) in zip(self.typed, graphs, strict=True):

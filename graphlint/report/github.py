@@ -25,5 +25,6 @@ def render_github(run: Run) -> str:
         props += f",title={_prop(f.rule_id + ' ' + f.rule_name)}"
         out.append(f"::{_LEVEL[f.severity]} {props}::{_escape(f.message)}")
     for fail in run.failures:
-        out.append(f"::error file={_prop(fail.path)},title=graphlint::{_escape(fail.message)}")
+        line = f",line={fail.line}" if fail.line else ""
+        out.append(f"::error file={_prop(fail.path)}{line},title=graphlint::{_escape(fail.message)}")
     return "\n".join(out) + ("\n" if out else "")

@@ -59,7 +59,8 @@ def render_json(run: Run) -> str:
         "schema": SCHEMA,
         "version": __version__,
         "models": models,
-        "failures": [{"path": f.path, "message": f.message} for f in run.failures],
+        "failures": [{"path": f.path, "message": f.message} | ({"line": f.line} if f.line else {})
+                     for f in run.failures],
         "summary": {k: c.get(k, 0) for k in ("error", "warning", "info", "suppressed")}
         | {"models": len(run.results), "failures": len(run.failures)},
         "notes": run.notes,
