@@ -97,6 +97,7 @@ class Origin:
     cls: str | None = None
     op: str | None = None
     nodes: tuple[str, ...] = field(default_factory=tuple)
+    path: str | None = field(default=None, compare=False)  # the absolute path, when found
 
     @property
     def class_name(self) -> str | None:
@@ -106,6 +107,13 @@ class Origin:
     def op_name(self) -> str | None:
         """The op without its default overload: aten.cat.default -> aten.cat."""
         return self.op.removesuffix(".default") if self.op else None
+
+    def under(self, root: str) -> str | None:
+        """The found file's path relative to ``root`` (forward slashes), None when not under it."""
+        if self.path is None:
+            return None
+        rel = os.path.relpath(self.path, os.path.realpath(root))
+        return None if rel == ".." or rel.startswith(".." + os.sep) else rel.replace(os.sep, "/")
 
     def describe(self) -> str:
         """One line for people: ``from src/model.py:110 in forward (CLIPVisionEmbeddings
@@ -331,16 +339,17 @@ def resolve(rec: Recorded, tree: SourceTree) -> Origin | None:
     for frame in reversed(rec.frames):
         rel = tree.find(frame.file)
         if rel is not None and not installed(rel):
-            return _with_frame(base, frame, rel, True)
+            return _with_frame(base, frame, rel, os.path.join(tree.root, rel))
     for frame in reversed(rec.frames):
         if not is_library(frame.file):
-            return _with_frame(base, frame, frame.file, False)
+            return _with_frame(base, frame, frame.file, None)
     return base if rec.module is not None or rec.nodes else None
 
 
-def _with_frame(base: Origin, frame: Frame, file: str, found: bool) -> Origin:
-    return Origin(file=file, line=frame.line, function=frame.function, code=frame.code or None, found=found,
-                  recorded_file=frame.file, module=base.module, cls=base.cls, op=base.op, nodes=base.nodes)
+def _with_frame(base: Origin, frame: Frame, file: str, path: str | None) -> Origin:
+    return Origin(file=file, line=frame.line, function=frame.function, code=frame.code or None,
+                  found=path is not None, recorded_file=frame.file, module=base.module, cls=base.cls, op=base.op,
+                  nodes=base.nodes, path=path)
 
 
 # --------------------------------------------------------------------------- findings
