@@ -42,7 +42,7 @@ def check_github_rules(doc: dict) -> None:
         art = loc["physicalLocation"]["artifactLocation"]
         assert art["uriBaseId"] == "%SRCROOT%"
         assert not art["uri"].startswith("/") and "\\" not in art["uri"] and " " not in art["uri"]
-        if art["uri"].endswith(".xml"):
+        if art["uri"].endswith((".xml", ".py")):  # text artifacts: the model's .xml, the Python that made a node
             assert loc["physicalLocation"]["region"]["startLine"] >= 1
         else:
             assert "region" not in loc["physicalLocation"]

@@ -3,7 +3,8 @@
 Facts from ../shared/reference/sarif-github.md and the schema beside it: one run; every
 result has exactly one physical location with a repository-relative ``%SRCROOT%`` URI;
 the text .xml gets ``region.startLine``, binary .onnx/.bin get no region and our own stable
-``primaryLocationLineHash``; load problems go to ``toolExecutionNotifications`` with
+``primaryLocationLineHash``; a finding whose node was made by a Python line in the repository
+(graphlint.analysis.origins) is shown on that line, the model node then a related location; load problems go to ``toolExecutionNotifications`` with
 ``executionSuccessful`` true whenever analysis finished; suppressed findings are left out
 (GitHub ingests suppressed results as open alerts); at most 25,000 results.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from graphlint import DOCS_URI, INFORMATION_URI, __version__
+from graphlint.analysis.origins import Origin
 from graphlint.report import Run, jsonfmt
 from graphlint.rule import Finding, Rule
 
@@ -74,7 +76,7 @@ def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
     }
 
 
-def _result(f: Finding, rule_index: int, uri: str) -> dict[str, Any]:
+def _result(f: Finding, rule_index: int, uri: str, root: str) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     if f.location.line and f.model.lower().endswith(".xml"):
         physical["region"] = {"startLine": f.location.line}
@@ -84,6 +86,19 @@ def _result(f: Finding, rule_index: int, uri: str) -> dict[str, Any]:
         "physicalLocation": physical,
         "logicalLocations": [{"fullyQualifiedName": fq, "kind": "member" if f.node else "variable"}],
     }
+    message = _sentence(f.message)
+    locations, related = [location], []
+    if f.origin is not None:
+        source = _source_location(f.origin, root)
+        if source is not None and f.origin.under(root) is not None:
+            # the Python line that made the node is what code scanning shows; the node stays related
+            location["id"] = 1
+            location["message"] = {"text": f"Node in {f.model}."}
+            locations, related = [source], [location]
+            message += f" The node is in [{f.model}](1)."
+        else:
+            related = [source or {}]
+            related[0].update(id=1, message={"text": f"Made {f.origin.describe()}."})
     props: dict[str, Any] = {"target": f.target, "severity": f.severity.label}
     for key in ("node", "op_type", "value"):
         if getattr(f, key):
@@ -95,15 +110,31 @@ def _result(f: Finding, rule_index: int, uri: str) -> dict[str, Any]:
         props["rewrite"] = f.rewrite.to_dict()
     if f.properties:
         props["details"] = f.properties
-    return {
+    if f.origin is not None:
+        props["origin"] = f.origin.to_dict()
+    result = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
         "level": f.severity.sarif_level,
-        "message": {"text": _sentence(f.message)},
-        "locations": [location],
+        "message": {"text": message},
+        "locations": locations,
+        # Ours even on a source line: one line of a loop makes a node per iteration, and GitHub
+        # would merge their alerts under the one hash the upload action computes from the line.
         "partialFingerprints": {"primaryLocationLineHash": f.fingerprint},
         "properties": props,
     }
+    if related:
+        result["relatedLocations"] = related
+    return result
+
+
+def _source_location(origin: Origin, root: str) -> dict[str, Any] | None:
+    """The Python line as a SARIF location (a text artifact: it gets its line), None when the
+    file was not found."""
+    if origin.path is None or origin.line is None:
+        return None
+    return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(origin.path, root), "uriBaseId": "%SRCROOT%"},
+                                 "region": {"startLine": origin.line}}}
 
 
 def render_sarif(run: Run) -> str:
@@ -143,7 +174,7 @@ def render_sarif(run: Run) -> str:
             uri = uris.get(f.model)
             if uri is None:
                 uri = uris[f.model] = artifact_uri(f.model, run.root)
-            results.append(_result(f, index[f.rule_id], uri))
+            results.append(_result(f, index[f.rule_id], uri, run.root))
     if len(results) > MAX_RESULTS:
         notifications.append({
             "level": "warning",
