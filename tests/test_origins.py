@@ -245,3 +245,23 @@ def test_recorded_paths_never_lead_out_of_the_source_tree(tmp_path):
 def test_hand_built_models_have_no_origin(tmp_path):
     model = load_model(save(relu_model(), str(tmp_path), "relu.onnx"))
     assert all(recorded(n) is None and not n.metadata for n in model.walk())
+
+
+def test_transformers_model_wrapped_by_user_code():
+    """CLIP from transformers (tests/test_contracts_multimodal.py's export): every node records
+    its origin; the frame is the user's wrapper line (transformers is a library), the module and
+    class the transformers ones."""
+    from testmodels.export_multimodal import models
+
+    model = load_model(os.path.join(models(), "clip_dynamo.onnx"))
+    with open(os.path.join(ROOT, "testmodels/export_multimodal.py"), encoding="utf-8") as f:
+        call = next(i for i, line in enumerate(f, 1) if "out = self.clip(" in line)
+    origins = [origin_of(n, ROOT) for n in model.walk()]
+    # torch's own symbolic-size nodes (runtime asserts for the dynamic dims) were made by no user line
+    made_by_torch = [recorded(n).op == "aten.sym_size.int" and recorded(n).module is None for n in model.walk()]
+    assert 0 < sum(made_by_torch) < len(origins) / 10
+    for o, by_torch in zip(origins, made_by_torch, strict=True):
+        assert o is None if by_torch else (o.file, o.line) == ("testmodels/export_multimodal.py", call)
+    concat = [o for n, o in zip(model.walk(), origins, strict=True) if n.op_type == "Concat"
+              and o.module == "clip.vision_model.embeddings"]
+    assert concat and all(o.class_name == "CLIPVisionEmbeddings" and o.op_name == "aten.cat" for o in concat)

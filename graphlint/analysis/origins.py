@@ -31,6 +31,7 @@ a checkout of transformers that *is* the source tree is the user's code.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -57,7 +58,10 @@ LIBRARY_PACKAGES = frozenset({"torch", "transformers", "torchvision", "torchaudi
 MAX_TEXT = 1 << 16  # a metadata value longer than this is not parsed (model files are untrusted)
 MAX_PATH_PARTS = 64
 
-_DYNAMO_FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.+)')
+# a frame's line, then its source line unless the next frame follows at once
+_DYNAMO_FRAMES = re.compile(r'^[ \t]*File "(?P<file>[^"\n]*)", line (?P<line>\d+), in (?P<func>[^\n]+)'
+                            r'(?:\n(?![ \t]*File ")[ \t]*(?P<code>[^\n]*))?', re.M)
+_QUOTED = re.compile(r"'([^'\\]*)'")
 _TORCHSCRIPT_FRAME = re.compile(r"(?P<file>.+)\((?P<line>\d+)\): (?P<func>.+)")
 _LEGACY_OUTPUT = re.compile(r"_output_\d+$")
 _PYTHON_DIR = re.compile(r"python\d+(\.\d+)?$", re.I)
@@ -140,23 +144,11 @@ class Origin:
 
 # --------------------------------------------------------------------------- what models record
 
+@functools.lru_cache(maxsize=512)  # the nodes one op decomposes into share their trace
 def dynamo_frames(text: str) -> tuple[Frame, ...]:
     """The frames of a ``pkg.torch.onnx.stack_trace`` value, outermost first."""
-    frames: list[Frame] = []
-    code: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = _DYNAMO_FRAME.fullmatch(line)
-        if m:
-            if frames and code is not None:
-                frames[-1] = Frame(frames[-1].file, frames[-1].line, frames[-1].function, code)
-            frames.append(Frame(m["file"], int(m["line"]), m["func"].strip()))
-            code = None
-        elif frames and code is None and line:
-            code = line
-    if frames and code is not None:
-        frames[-1] = Frame(frames[-1].file, frames[-1].line, frames[-1].function, code)
-    return tuple(frames)
+    return tuple(Frame(m["file"], int(m["line"]), m["func"].strip(), (m["code"] or "").strip())
+                 for m in _DYNAMO_FRAMES.finditer(text))
 
 
 def torchscript_frames(text: str) -> tuple[Frame, ...]:
@@ -166,15 +158,18 @@ def torchscript_frames(text: str) -> tuple[Frame, ...]:
     return tuple(reversed(frames))
 
 
-def _string_list(text: str | None) -> list[str] | None:
+@functools.lru_cache(maxsize=512)
+def _string_list(text: str | None) -> tuple[str, ...] | None:
     """A Python list-of-strings literal as torch writes name_scopes and class_hierarchy."""
     if not text or len(text) > MAX_TEXT:
         return None
+    if text[0] == "[" and text[-1] == "]" and '"' not in text and "\\" not in text:
+        return tuple(_QUOTED.findall(text))  # the usual spelling, read without the parser
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+    return tuple(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
 def torchscript_module(name: str, *, layer: bool = False) -> str | None:
@@ -213,8 +208,8 @@ def recorded(node: Node) -> Recorded | None:
     trace = meta.get(STACK_TRACE)
     if trace and len(trace) <= MAX_TEXT:
         frames = dynamo_frames(trace)
-        scopes = _string_list(meta.get(NAME_SCOPES)) or []
-        classes = _string_list(meta.get(CLASS_HIERARCHY)) or []
+        scopes = _string_list(meta.get(NAME_SCOPES)) or ()
+        classes = _string_list(meta.get(CLASS_HIERARCHY)) or ()
         if len(scopes) >= 2 and scopes[0] != NO_MODULE:
             module = scopes[-2]
             if len(classes) == len(scopes):
