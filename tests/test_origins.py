@@ -16,11 +16,14 @@ import onnx
 import pytest
 
 from graphlint.analysis.origins import (
+    Frame,
     Origin,
+    Recorded,
     SourceTree,
     dynamo_frames,
     origin_of,
     recorded,
+    resolve,
     torchscript_frames,
 )
 from graphlint.lint import LintOptions, lint_paths
@@ -108,6 +111,21 @@ def test_openvino_ir_maps_layers_to_their_onnx_nodes_and_modules(folder):
     # from a dynamo export the IR keeps no frames and no module path: no origin rather than a guess
     (f,) = [f for (rule, _), f in findings(os.path.join(folder, "dynamo18.xml")).items() if rule == "GL3004"]
     assert f.origin is None
+
+
+def test_openvino_ir_fused_names_as_older_ir_writes_them(folder, tmp_path):
+    """IR from before 2023 lists a layer's original names in rt_info fused_names (the format of
+    public IR files: <attribute name="fused_names" version="0" value="a,b"/>)."""
+    with open(os.path.join(folder, "dynamo18.xml"), encoding="utf-8") as f:
+        xml = f.read()
+    layer = re.search(r'<layer id="\d+" name="node_NonZero_\d+" type="NonZero" version="opset3">', xml)
+    older = xml.replace(layer[0], layer[0] + '\n<rt_info><attribute name="fused_names" version="0" '
+                                             'value="node_gt_1,node_NonZero_18"/></rt_info>')
+    (tmp_path / "older.xml").write_text(older, encoding="utf-8")
+    os.symlink(os.path.join(folder, "dynamo18.bin"), tmp_path / "older.bin")
+    (f,) = [f for (rule, _), f in findings(str(tmp_path / "older.xml")).items() if rule == "GL3004"]
+    assert f.origin == Origin(nodes=("node_gt_1", "node_NonZero_18"))
+    assert f.origin.describe() == "from ONNX node node_gt_1, node_NonZero_18"
 
 
 def test_export_from_another_machine_resolves_by_suffix(folder, tmp_path):
@@ -240,6 +258,11 @@ def test_recorded_paths_never_lead_out_of_the_source_tree(tmp_path):
     assert tree.find(str(tmp_path / "repo" / "src" / "model.py")) == "src/model.py"
     for hostile in ("../secret.py", str(tmp_path / "secret.py"), "/x/link.py", "<eval_with_key>.3", "src\0/model.py"):
         assert tree.find(hostile) is None, hostile
+    # a library frame never matches a repository file by suffix: the frame inside the user's code wins
+    (tmp_path / "repo" / "linear.py").write_text("")
+    rec = Recorded(frames=(Frame("/home/alice/proj/src/model.py", 7, "forward"),
+                           Frame("/opt/py/lib/python3.11/site-packages/torch/nn/modules/linear.py", 134, "forward")))
+    assert resolve(rec, tree).file == "src/model.py"
 
 
 def test_hand_built_models_have_no_origin(tmp_path):

@@ -116,7 +116,10 @@ class Origin:
         """The found file's path relative to ``root`` (forward slashes), None when not under it."""
         if self.path is None:
             return None
-        rel = os.path.relpath(self.path, os.path.realpath(root))
+        try:
+            rel = os.path.relpath(self.path, os.path.realpath(root))
+        except ValueError:  # another drive (Windows)
+            return None
         return None if rel == ".." or rel.startswith(".." + os.sep) else rel.replace(os.sep, "/")
 
     def describe(self) -> str:
@@ -293,15 +296,17 @@ class SourceTree:
 
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
-        self._found: dict[str, str | None] = {}
+        self._found: dict[tuple[str, bool], str | None] = {}
 
-    def find(self, recorded_path: str) -> str | None:
-        """The repository-relative path (forward slashes) of a recorded file, or None."""
-        if recorded_path not in self._found:
-            self._found[recorded_path] = self._lookup(recorded_path)
-        return self._found[recorded_path]
+    def find(self, recorded_path: str, by_suffix: bool = True) -> str | None:
+        """The repository-relative path (forward slashes) of a recorded file, or None; without
+        ``by_suffix`` only the path as recorded counts."""
+        key = (recorded_path, by_suffix)
+        if key not in self._found:
+            self._found[key] = self._lookup(recorded_path, by_suffix)
+        return self._found[key]
 
-    def _lookup(self, path: str) -> str | None:
+    def _lookup(self, path: str, by_suffix: bool) -> str | None:
         if not path or path.startswith("<") or "\0" in path:
             return None
         parts = _parts(path)[-MAX_PATH_PARTS:]
@@ -309,9 +314,9 @@ class SourceTree:
             return None
         if os.path.isabs(path):
             rel = self._inside(os.path.realpath(path))
-            if rel is not None:
+            if rel is not None or not by_suffix:
                 return rel
-        for k in range(len(parts)):  # the longest suffix that exists under the root
+        for k in range(len(parts) if by_suffix else 0):  # the longest suffix that exists under the root
             rel = self._inside(os.path.realpath(os.path.join(self.root, *parts[k:])))
             if rel is not None:
                 return rel
@@ -332,7 +337,9 @@ def resolve(rec: Recorded, tree: SourceTree) -> Origin | None:
     model records neither a module nor original node names either)."""
     base = Origin(module=rec.module, cls=rec.cls, op=rec.op, nodes=rec.nodes)
     for frame in reversed(rec.frames):
-        rel = tree.find(frame.file)
+        # a library's file counts only where it lies (a checkout that is the source tree), never
+        # by a suffix it happens to share with a file of the repository (linear.py)
+        rel = tree.find(frame.file, by_suffix=not is_library(frame.file))
         if rel is not None and not installed(rel):
             return _with_frame(base, frame, rel, os.path.join(tree.root, rel))
     for frame in reversed(rec.frames):
