@@ -4,8 +4,9 @@ Facts from ../shared/reference/sarif-github.md and the schema beside it: one run
 result has exactly one physical location with a repository-relative ``%SRCROOT%`` URI;
 the text .xml gets ``region.startLine``, binary .onnx/.bin get no region and our own stable
 ``primaryLocationLineHash``; a finding whose node was made by a Python line in the repository
-(graphlint.analysis.origins) is shown on that line, the model node then a related location; load problems go to ``toolExecutionNotifications`` with
-``executionSuccessful`` true whenever analysis finished; suppressed findings are left out
+(graphlint.analysis.origins) is shown on that line (a text artifact: it gets its
+``region.startLine``), the model node then a related location; load problems go to
+``toolExecutionNotifications`` with ``executionSuccessful`` true whenever analysis finished; suppressed findings are left out
 (GitHub ingests suppressed results as open alerts); at most 25,000 results.
 """
 
@@ -95,7 +96,8 @@ def _result(f: Finding, rule_index: int, uri: str, root: str) -> dict[str, Any]:
             location["id"] = 1
             location["message"] = {"text": f"Node in {f.model}."}
             locations, related = [source], [location]
-            message += f" The node is in [{f.model}](1)."
+            shown = f.model.replace("[", "\\[").replace("]", "\\]")  # literal brackets next to a link
+            message += f" The node is in [{shown}](1)."
         else:
             related = [source or {}]
             related[0].update(id=1, message={"text": f"Made {f.origin.describe()}."})
