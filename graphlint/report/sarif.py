@@ -87,20 +87,6 @@ def _result(f: Finding, rule_index: int, uri: str, root: str) -> dict[str, Any]:
         "physicalLocation": physical,
         "logicalLocations": [{"fullyQualifiedName": fq, "kind": "member" if f.node else "variable"}],
     }
-    message = _sentence(f.message)
-    locations, related = [location], []
-    if f.origin is not None:
-        source = _source_location(f.origin, root)
-        if source is not None and f.origin.under(root) is not None:
-            # the Python line that made the node is what code scanning shows; the node stays related
-            location["id"] = 1
-            location["message"] = {"text": f"Node in {f.model}."}
-            locations, related = [source], [location]
-            shown = f.model.replace("[", "\\[").replace("]", "\\]")  # literal brackets next to a link
-            message += f" The node is in [{shown}](1)."
-        else:
-            related = [source or {}]
-            related[0].update(id=1, message={"text": f"Made {f.origin.describe()}."})
     props: dict[str, Any] = {"target": f.target, "severity": f.severity.label}
     for key in ("node", "op_type", "value"):
         if getattr(f, key):
@@ -112,22 +98,38 @@ def _result(f: Finding, rule_index: int, uri: str, root: str) -> dict[str, Any]:
         props["rewrite"] = f.rewrite.to_dict()
     if f.properties:
         props["details"] = f.properties
-    if f.origin is not None:
-        props["origin"] = f.origin.to_dict()
     result = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
         "level": f.severity.sarif_level,
-        "message": {"text": message},
-        "locations": locations,
-        # Ours even on a source line: one line of a loop makes a node per iteration, and GitHub
-        # would merge their alerts under the one hash the upload action computes from the line.
+        "message": {"text": _sentence(f.message)},
+        "locations": [location],
         "partialFingerprints": {"primaryLocationLineHash": f.fingerprint},
         "properties": props,
     }
-    if related:
-        result["relatedLocations"] = related
+    if f.origin is not None:
+        _place_on_source(result, f.origin, f.model, root)
     return result
+
+
+def _place_on_source(result: dict[str, Any], origin: Origin, model: str, root: str) -> None:
+    """Put a result on the Python line that made its node when that file is in the repository,
+    the model node becoming its related location; otherwise relate the frame to it.
+
+    The fingerprint stays ours: one line of a loop makes a node per iteration, and GitHub would
+    merge their alerts under the one hash the upload action computes from the line's text."""
+    (node,) = result["locations"]
+    source = _source_location(origin, root)
+    if source is not None and origin.under(root) is not None:
+        node.update(id=1, message={"text": f"Node in {model}."})
+        result["locations"], result["relatedLocations"] = [source], [node]
+        shown = model.replace("[", "\\[").replace("]", "\\]")  # literal brackets next to a link
+        result["message"]["text"] += f" The node is in [{shown}](1)."
+    else:
+        related = source or {}
+        related.update(id=1, message={"text": f"Made {origin.describe()}."})
+        result["relatedLocations"] = [related]
+    result["properties"]["origin"] = origin.to_dict()
 
 
 def _source_location(origin: Origin, root: str) -> dict[str, Any] | None:
