@@ -170,6 +170,7 @@ class Node:
     __slots__ = (
         "_attrs",
         "_decode",
+        "_meta",
         "dialect",
         "domain",
         "graph",
@@ -195,6 +196,7 @@ class Node:
         opset: int | str | None = None,
         decode: Callable[[], dict[str, Any]] | None = None,
         source: SourceLoc | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> None:
         # The ONNX loader's _OnnxNode sets these same slots itself (a call through here costs
         # 0.1 s a 100k nodes on the critical path): keep the two in step.
@@ -211,6 +213,13 @@ class Node:
         self._decode = decode
         self._attrs: dict[str, Any] | None = None
         self.source = source
+        self._meta = NO_RT_INFO if not metadata else MappingProxyType(dict(metadata))
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """What the producer recorded on the node, read-only: ONNX ``metadata_props`` (plus its
+        ``doc_string`` under the key ``"doc_string"``), OpenVINO IR the layer's ``rt_info``."""
+        return self._meta
 
     @property
     def attrs(self) -> dict[str, Any]:

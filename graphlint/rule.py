@@ -30,6 +30,7 @@ from graphlint.ir import ONNX, Model, Node, SourceLoc, Value
 
 if TYPE_CHECKING:
     from graphlint.analysis import Analyses
+    from graphlint.analysis.origins import Origin
     from graphlint.target import Target
 
 ALL_OPS = frozenset({"*"})
@@ -102,6 +103,7 @@ class Finding:
     rewrite: Rewrite | None = None
     properties: dict[str, Any] = field(default_factory=dict)
     suppressed: str | None = None  # reason, when a suppression matched
+    origin: Origin | None = None  # where the node came from in the model's code (set after the rules ran)
 
     @property
     def identity(self) -> str:

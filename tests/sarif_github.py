@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 from tests.conftest import SARIF_SCHEMA
 
 BINARY = (".onnx", ".bin", ".data", ".pb")
-TEXT = (".xml",)
+TEXT = (".xml", ".py")  # the IR's XML, and the Python line that made a node (docs/origins.md)
 LEVELS = ("note", "warning", "error")
 _AT_LINE = re.compile(r"\bat line (\d+)\b")
 
@@ -87,6 +87,9 @@ def _check_run(run: dict, root: str | None) -> None:
         if physical["artifactLocation"]["uri"].lower().endswith(TEXT) and \
                 res.get("properties", {}).get("layer_id") is not None:
             assert "region" in physical, f"a finding on a layer has its line: {res['message']['text']}"
+        for related in res.get("relatedLocations", []):
+            if "physicalLocation" in related:
+                _check_location(related["physicalLocation"], related.get("message", {}).get("text", ""), root)
         fingerprints.append(res["partialFingerprints"]["primaryLocationLineHash"])
         assert fingerprints[-1]
     dup = {fp for fp in fingerprints if fingerprints.count(fp) > 1}

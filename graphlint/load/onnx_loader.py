@@ -17,10 +17,11 @@ import tempfile
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import accumulate
 from operator import attrgetter, methodcaller
 from sys import intern
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ from google.protobuf.message import DecodeError
 from graphlint import dtypes, forked
 from graphlint.errors import DataError, InputError
 from graphlint.ir import (
+    NO_RT_INFO,
     NO_SUBGRAPHS,
     ONNX,
     ONNX_DOMAIN,
@@ -671,6 +673,7 @@ class _OnnxNode(Node):
         self._decode = None
         self._attrs = None
         self.source = None
+        self._meta = None  # read from the NodeProto on first use
         self._conv = conv  # inputs and outputs: set by the converter
 
     @property
@@ -679,6 +682,24 @@ class _OnnxNode(Node):
             graph = self.graph
             self._attrs = _decode_attrs(self._conv.node_protos[graph][self.index], self._conv, graph.path)
         return self._attrs
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        if self._meta is None:
+            self._meta = _node_metadata(self._conv.node_protos[self.graph][self.index])
+        return self._meta
+
+
+def _node_metadata(np_: onnx.NodeProto) -> Mapping[str, str]:
+    """A NodeProto's metadata_props and doc_string (strings that are not UTF-8 decoded with
+    replacement characters: only reports read them)."""
+    def text(s: str | bytes) -> str:
+        return s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+
+    meta = {text(p.key): text(p.value) for p in np_.metadata_props}
+    if np_.doc_string:
+        meta.setdefault("doc_string", text(np_.doc_string))
+    return MappingProxyType(meta) if meta else NO_RT_INFO
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

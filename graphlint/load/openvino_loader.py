@@ -327,7 +327,8 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
         src = SourceLoc(file=file, graph_path=graph.path, node_index=i, node_name=lay.name,
                         layer_id=lay.lid, layer_type=lay.type, layer_version=lay.version, line=lay.line)
         node = Node(lay.type, lay.name, graph, i, dialect=OPENVINO, domain=OPENVINO,
-                    opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src)
+                    opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src,
+                    metadata=lay.rt_info)
         nodes[lay.lid] = node
         graph.nodes.append(node)
         for port in (*lay.inputs, *lay.outputs):

@@ -37,6 +37,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "rewrite": f.rewrite.to_dict() if f.rewrite else None,
         "properties": f.properties,
         "suppressed": f.suppressed,
+        "origin": f.origin.to_dict() if f.origin else None,
     }
 
 

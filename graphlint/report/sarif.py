@@ -6,6 +6,8 @@ root, an absolute ``file:///`` URI with no ``uriBaseId`` for one outside it (SAR
 §3.4.3-3.4.4: a relative reference is resolved against its base, so an absolute path may not
 carry one). The text .xml gets ``region.startLine`` wherever a line is known (a finding's
 ``<layer>`` or ``<edge>``, the line the XML parser stopped at); binary .onnx/.bin get no region.
+A finding whose node was made by a Python line in the repository (graphlint.analysis.origins) is shown
+on that line (a text artifact: it gets its ``region.startLine``), the model node then a related location.
 Every result's ``primaryLocationLineHash`` is our own, stable and unique in the run (code
 scanning merges results with equal fingerprints). Load problems go to
 ``toolExecutionNotifications`` with ``executionSuccessful`` true whenever analysis finished;
@@ -22,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from graphlint import DOCS_URI, INFORMATION_URI, __version__
+from graphlint.analysis.origins import Origin
 from graphlint.report import Run, jsonfmt
 from graphlint.rule import Finding, Rule, Severity
 
@@ -92,7 +95,7 @@ def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
 
 
 def _result(f: Finding, targets: list[str], rule_index: int, location: dict[str, str],
-            fingerprint: str) -> dict[str, Any]:
+            fingerprint: str, root: str) -> dict[str, Any]:
     fq = f"{f.location.graph_path}/{f.node}" if f.node else (
         f"{f.location.graph_path}/{f.value}" if f.value else f.location.graph_path)
     location_: dict[str, Any] = {
@@ -112,7 +115,7 @@ def _result(f: Finding, targets: list[str], rule_index: int, location: dict[str,
         props["rewrite"] = f.rewrite.to_dict()
     if f.properties:
         props["details"] = f.properties
-    return {
+    result = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
         "level": f.severity.sarif_level,
@@ -121,6 +124,38 @@ def _result(f: Finding, targets: list[str], rule_index: int, location: dict[str,
         "partialFingerprints": {"primaryLocationLineHash": fingerprint},
         "properties": props,
     }
+    if f.origin is not None:
+        _place_on_source(result, f.origin, f.model, root)
+    return result
+
+
+def _place_on_source(result: dict[str, Any], origin: Origin, model: str, root: str) -> None:
+    """Put a result on the Python line that made its node when that file is in the repository,
+    the model node becoming its related location; otherwise relate the frame to it.
+
+    The fingerprint stays ours: one line of a loop makes a node per iteration, and GitHub would
+    merge their alerts under the one hash the upload action computes from the line's text."""
+    (node,) = result["locations"]
+    source = _source_location(origin, root)
+    if source is not None and origin.under(root) is not None:
+        node.update(id=1, message={"text": f"Node in {model}."})
+        result["locations"], result["relatedLocations"] = [source], [node]
+        shown = model.replace("[", "\\[").replace("]", "\\]")  # literal brackets next to a link
+        result["message"]["text"] += f" The node is in [{shown}](1)."
+    else:
+        related = source or {}
+        related.update(id=1, message={"text": f"Made {origin.describe()}."})
+        result["relatedLocations"] = [related]
+    result["properties"]["origin"] = origin.to_dict()
+
+
+def _source_location(origin: Origin, root: str) -> dict[str, Any] | None:
+    """The Python line as a SARIF location (a text artifact: it gets its line), None when the
+    file was not found."""
+    if origin.path is None or origin.line is None:
+        return None
+    return {"physicalLocation": {"artifactLocation": artifact_location(origin.path, root),
+                                 "region": {"startLine": origin.line}}}
 
 
 def _hash(text: str) -> str:
@@ -211,7 +246,7 @@ def render_sarif(run: Run) -> str:
         location = locations.get(f.model)
         if location is None:
             location = locations[f.model] = artifact_location(f.model, run.root)
-        results.append(_result(f, targets, index[f.rule_id], location, fingerprint))
+        results.append(_result(f, targets, index[f.rule_id], location, fingerprint, run.root))
     if len(results) > MAX_RESULTS:
         notifications.append({
             "level": "warning",
