@@ -14,6 +14,7 @@ one. ``graphlint config`` prints the effective values and where each came from.
     fail-level = "warning"
     baseline = "graphlint-baseline.json"
     suppressions = "graphlint-suppressions.toml"
+    source-root = "."
 
     [tool.graphlint.severity]
     GL0003 = "error"
@@ -61,6 +62,7 @@ TOP_KEYS: dict[str, str] = {
     "suppress": "array",
     "target-options": "table",
     "shapes": "table",
+    "source-root": "str",
 }
 ALIASES = {"targets": "target"}
 SUPPRESS_KEYS = {"model": "str", "rule": "str", "node": "str", "target": "str", "reason": "str"}
@@ -271,6 +273,7 @@ def effective_config(
     models: list[str] | None = None,
     fail_level: str | None = None,
     baseline: str | None = None,
+    source_root: str | None = None,
 ) -> Effective:
     """The effective options: the command line's values over the configuration file's over defaults."""
     eff = Effective()
@@ -283,7 +286,19 @@ def effective_config(
     _baseline_and_suppressions(eff, conf, baseline, base)
     eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
             "default (git root or working directory)")
+    _source_root(eff, conf, source_root, base)
     return eff
+
+
+def _source_root(eff: Effective, conf: dict[str, Any], source_root: str | None, base: str) -> None:
+    """Where findings' Python source files are looked for (graphlint.analysis.origins)."""
+    if source_root:
+        eff.set("source-root", os.path.abspath(source_root), "command line --source-root")
+    elif "source-root" in conf:
+        eff.set("source-root", os.path.normpath(os.path.join(base, conf["source-root"])),
+                eff.file_source("source-root"))
+    else:
+        eff.set("source-root", eff.values["root"], "default (the root)")
 
 
 def _read_configuration(eff: Effective, config_path: str | None, models: list[str] | None) -> dict[str, Any]:
@@ -474,6 +489,7 @@ def options_from(eff: Effective) -> LintOptions:
         ignore=list(eff.values["ignore"]),
         severity_overrides=dict(eff.values["severity"]),
         root=eff.values["root"],
+        source_root=eff.values["source-root"],
         fail_level=Severity.parse(eff.values["fail-level"]).label,
         baseline=eff.values["baseline"],
     )
@@ -484,9 +500,10 @@ def options_from(eff: Effective) -> LintOptions:
 
 
 def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
-                    models: list[str] | None = None) -> LintOptions:
+                    models: list[str] | None = None, source_root: str | None = None) -> LintOptions:
     return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
-                                         config_path=config_path, repo_root=repo_root, models=models))
+                                         config_path=config_path, repo_root=repo_root, models=models,
+                                         source_root=source_root))
 
 
 # --------------------------------------------------------------------------- graphlint config

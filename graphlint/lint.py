@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphlint import registry, workers
-from graphlint.analysis import Analyses
+from graphlint.analysis import Analyses, origins
 from graphlint.engine import LintResult, run_rules
 from graphlint.errors import GraphlintError, InputError
 from graphlint.ir import gc_paused
@@ -78,6 +78,7 @@ class LintOptions:
     severity_overrides: dict[str, Severity] = field(default_factory=dict)
     rule_options: dict[str, Any] = field(default_factory=dict)  # shapes, pad_multiple, ...
     root: str = "."
+    source_root: str | None = None  # where findings' Python frames are looked for (default: root)
     fail_level: str = "error"
     baseline: str | None = None
     on_model: Callable[[str], None] | None = None  # progress callback
@@ -116,9 +117,31 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
                 res = run_rules(model, target, rules, options, analyses)
                 res.timings = {**timings, **res.timings}
                 results.append(res)
+            attach_origins(analyses, results, opts.source_root or opts.root)
             return results
         finally:
             analyses.close()  # e.g. onnx.checker's child when GL0001 was not selected
+
+
+def attach_origins(analyses: Analyses, results: list[LintResult], source_root: str) -> None:
+    """Give each finding about a node where the model's code made that node (the ``origins``
+    analysis, computed only when some finding is about a node; frames resolved under ``source_root``)."""
+    path = analyses.model.path
+    findings = [f for res in results for f in res.findings
+                if f.location.node_index is not None and f.location.file == path]
+    if not findings:
+        return
+    table: origins.Origins = analyses.get("origins", None)
+    tree = origins.SourceTree(source_root)
+    resolved: dict[int, origins.Origin | None] = {}
+    for f in findings:
+        node = table.node_at(f.location.graph_path, f.location.node_index)
+        if node is None:
+            continue
+        if id(node) not in resolved:
+            rec = table.of(node)
+            resolved[id(node)] = None if rec is None else origins.resolve(rec, tree)
+        f.origin = resolved[id(node)]
 
 
 def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, dict[str, Any]]:
@@ -179,7 +202,7 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: L
     except TimeBudgetExceeded:
         return [], budget_failure(path, opts.time_budget)
     except InputError as e:
-        return [], LoadFailure(path, e.problem)
+        return [], LoadFailure(path, e.problem, e.line)
     except GraphlintError as e:
         return [], LoadFailure(path, str(e))
     except (MemoryError, RecursionError) as e:

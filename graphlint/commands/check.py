@@ -32,7 +32,7 @@ FORMATS = ["text", "json", "sarif", "github"]
               help="Processes to use: models linted at once, each in a worker, and a big model's "
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
 @guarded
-def command(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
+def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
             baseline_path, stats, color, time_budget, jobs) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if common.PROCESS_EXITS_AFTER:
@@ -45,7 +45,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, deb
 
     if jobs:
         procs.set_jobs(jobs)
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
     if time_budget is not None:
         opts.time_budget = time_budget
     if not (baseline_path or opts.baseline):  # matching a baseline reads each model's graph

@@ -63,6 +63,9 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="Configuration file (default: graphlint.toml or [tool.graphlint] in pyproject.toml)."),
         click.option("--repo-root", default=None, help="Root that SARIF paths are relative to (default: git root or cwd)."),
+        click.option("--source-root", default=None, type=click.Path(file_okay=False),
+                     help="Where the Python files that built the model are looked for, to point findings at "
+                          "their lines (default: the repo root)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
     ]
     for opt in reversed(opts):
@@ -70,12 +73,12 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def build_options(targets, select, ignore, shapes, config_path, repo_root, models=()) -> LintOptions:
+def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=()) -> LintOptions:
     from graphlint.config import resolve_options
 
     return resolve_options(
         targets=list(targets), select=split_values(select), ignore=split_values(ignore), shapes=list(shapes),
-        config_path=config_path, repo_root=repo_root, models=list(models),
+        config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
     )
 
 

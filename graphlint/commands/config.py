@@ -14,7 +14,7 @@ from graphlint.commands.common import guarded, lint_options, split_values
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), default=None)
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @guarded
-def command(models, targets, select, ignore, shapes, config_path, repo_root, debug, fail_level,
+def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fail_level,
             baseline_path, fmt) -> None:
     """Print the effective configuration and where each value came from.
 
@@ -24,5 +24,6 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, deb
 
     eff = effective_config(targets=list(targets), select=split_values(select), ignore=split_values(ignore),
                            shapes=list(shapes), config_path=config_path, repo_root=repo_root,
-                           models=list(models), fail_level=fail_level, baseline=baseline_path)
+                           models=list(models), fail_level=fail_level, baseline=baseline_path,
+                           source_root=source_root)
     click.echo(render_effective(eff, fmt), nl=False)

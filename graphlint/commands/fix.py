@@ -56,7 +56,7 @@ def _parse_rewrites(values: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]
               help="Verify on these inputs (.npz, one array per input name) instead of random ones.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @guarded
-def command(model, targets, select, ignore, shapes, config_path, repo_root, debug, output, in_place, diff,
+def command(model, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output, in_place, diff,
             unsafe_fixes, rewrites, layouts, inputs_path, fmt) -> None:
     """Apply the findings' suggested rewrites to MODEL as verified passes.
 
@@ -70,7 +70,7 @@ def command(model, targets, select, ignore, shapes, config_path, repo_root, debu
 
     if in_place and output:
         raise UsageError("give either -o or --in-place, not both")
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root)
     fopts = FixOptions(output=output, in_place=in_place, diff=diff, unsafe_fixes=unsafe_fixes,
                        layouts=_parse_layouts(layouts), rewrites=_parse_rewrites(rewrites))
     if inputs_path:

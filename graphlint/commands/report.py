@@ -18,7 +18,7 @@ from graphlint.commands.common import build_options, guarded, lint_options, prog
               help="Show findings recorded in this baseline as suppressed.")
 @click.option("--title", default="graphlint report", show_default=True)
 @guarded
-def command(models, targets, select, ignore, shapes, config_path, repo_root, debug, output,
+def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output,
             baseline_path, title) -> None:
     """Write a self-contained HTML report: summary, findings, and the graph around each finding."""
     from graphlint import lint
@@ -26,7 +26,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, deb
     from graphlint.html import render_html
     from graphlint.workflow import apply_workflow
 
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
     check_output_path(output)
     opts.on_model = progress(len(models))
     run = lint.lint_paths(list(models), opts)

@@ -8,6 +8,11 @@ back only the decoded types, and then runs onnx.checker, which only GL0001 waits
 its verdict arrives while the parent runs the other rules. A child's answer counts only if it
 read the same file version as the parent (device, inode, size, mtime); otherwise, or when the
 child died, the parent does the work itself.
+
+onnx's shape inference aborts the whole process on some negative dims (onnx#8481): what runs
+in-process is given bytes with those dims cleared (:func:`without_negative_dims`); the child
+reads the file itself, unguarded, with its stderr sent to /dev/null, and when it dies of it
+the parent redoes the work in-process, guarded.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import onnx
 
 from graphlint import procs
 from graphlint.ir import LoadIssue
-from graphlint.load.onnx_types import Types, decode_types
+from graphlint.load.onnx_types import Types, decode_types, graph_protos
 
 # Below this file size a fork costs about what it saves (a 2,000-node model is about 0.7 MB).
 FORK_MIN_BYTES = 1 << 20
@@ -41,7 +46,12 @@ def infer(model: onnx.ModelProto | bytes, issues: list[LoadIssue]) -> onnx.Model
 
     Strict mode first: on a clean model that is the only run, and on a broken one its errors
     (one line per failing node) are recorded as load issues; then a lenient run fills in every
-    type it still can."""
+    type it still can. Negative dims are hidden from it (:func:`without_negative_dims`)."""
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    model = without_negative_dims(data)
+    if model is not data:  # GL0007 reports the dims themselves
+        issues.append(LoadIssue("impossible-dims", "negative dims were hidden from ONNX shape inference"))
+    del data
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as e:  # InferenceError, ValidationError, RuntimeError from C++
@@ -53,8 +63,59 @@ def infer(model: onnx.ModelProto | bytes, issues: list[LoadIssue]) -> onnx.Model
         return None
 
 
+# An int64 varint field 1 holding a negative value (always 10 bytes, the last 0x01): how both
+# TensorShapeProto.Dimension.dim_value and TensorProto.dims are written. Weight bytes match it by
+# chance about twice per 100 MB; the exact pass below then finds nothing to change.
+_NEGATIVE_FIELD_1 = re.compile(rb"\x08[\x80-\xff]{9}\x01")
+
+
+def without_negative_dims(data: bytes) -> bytes:
+    """``data`` with every negative declared dim made unknown, for onnx's shape inference.
+
+    onnx >= 1.21's Slice inference aborts the whole process (SIGABRT from a hardened
+    ``std::clamp``: https://github.com/onnx/onnx/issues/8481, open for onnx 1.23) when a sliced
+    axis has a negative dim_value, which a hostile or broken model declares freely: graph
+    inputs, outputs and value_info of any graph, and the dims of initializers and Constant
+    tensors. Dims are cleared (value_info) or the tensor's shape dropped (tensors): only
+    inference sees this copy; rules read the model as the file has it (GL0007 reports the dims).
+    """
+    if _NEGATIVE_FIELD_1.search(data) is None:
+        return data
+    model = onnx.ModelProto.FromString(data)
+    changed = False
+    for gp in graph_protos(model):
+        for vi in (*gp.input, *gp.output, *gp.value_info):
+            changed |= _clear_negative_dims(vi.type)
+        tensors = [*gp.initializer, *gp.sparse_initializer, *(s.values for s in gp.sparse_initializer)]
+        for node in gp.node:
+            for a in node.attribute:
+                tensors.extend((a.t, a.sparse_tensor, a.sparse_tensor.values, *a.tensors, *a.sparse_tensors))
+        for t in tensors:
+            if any(d < 0 for d in t.dims):
+                del t.dims[:]
+                changed = True
+    return model.SerializeToString() if changed else data
+
+
+def _clear_negative_dims(tp: Any) -> bool:
+    changed = False
+    while tp is not None:
+        which = tp.WhichOneof("value")
+        if which in ("tensor_type", "sparse_tensor_type"):
+            for d in getattr(tp, which).shape.dim:
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    d.ClearField("dim_value")
+                    changed = True
+            return changed
+        inner = getattr(tp, which, None) if which else None
+        tp = inner.elem_type if which in ("sequence_type", "optional_type") else (
+            inner.value_type if which == "map_type" else None)
+    return changed
+
+
 def _infer_path(path: str, scratch: str, issues: list[LoadIssue]) -> onnx.ModelProto | None:
-    """:func:`infer` on the file at ``path``, file to file through ``scratch``."""
+    """:func:`infer` on the file at ``path``, file to file through ``scratch``; unguarded (the
+    bytes never pass through Python), so only in the child, whose death the parent survives."""
     try:
         onnx.shape_inference.infer_shapes_path(path, scratch, check_type=True, strict_mode=True, data_prop=True)
     except Exception as e:
@@ -81,7 +142,8 @@ def infer_types(model: onnx.ModelProto | bytes) -> Inferred:
 
 
 def infer_types_at(path: str) -> tuple[FileKey, Inferred]:
-    """:func:`infer_types` on the file at ``path`` (the child's work), and which version it read."""
+    """:func:`infer_types` on the file at ``path`` (the child's work, after :func:`silence_stderr`),
+    and which version it read."""
     with open(path, "rb") as f:
         key = file_key(f.fileno())
     folder = tempfile.mkdtemp(prefix="graphlint-infer-")
@@ -118,6 +180,18 @@ def check(model: onnx.ModelProto | bytes) -> str | None:
         return str(e).strip()
 
 
+def silence_stderr() -> None:
+    """Send this process's file descriptor 2 to /dev/null (the child's first job): onnx can abort
+    on a hostile model and print its assertion there (onnx#8481); the parent then redoes the
+    work in-process, guarded, and the user's terminal stays clean."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
     """:func:`checker_verdict` on the file at ``path`` (the child's work)."""
     with open(path, "rb") as f:
@@ -145,6 +219,7 @@ def start(path: str) -> Started | None:
     onnx.defs.has("Add")  # onnx's schema registry, built once here, is inherited instead of built there
     child = procs.Child()
     try:
+        child.submit(silence_stderr)
         inference = child.submit(infer_types_at, path)
         checker = child.submit(checker_verdict_at, path)
     except BaseException:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from operator import attrgetter, methodcaller
 from sys import intern
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,18 @@ import onnx
 
 from graphlint import dtypes
 from graphlint.errors import DataError
-from graphlint.ir import NO_SUBGRAPHS, ONNX_DOMAIN, Graph, LoadIssue, Node, Tensor, Value, norm_domain
+from graphlint.ir import (
+    NO_RT_INFO,
+    NO_SUBGRAPHS,
+    ONNX_DOMAIN,
+    Graph,
+    LoadIssue,
+    Node,
+    Tensor,
+    Value,
+    impossible_shape,
+    norm_domain,
+)
 from graphlint.load import external
 from graphlint.load.onnx_types import Types, decode_types, may_hold_graphs, subgraphs
 
@@ -51,6 +63,7 @@ class OnnxNode(Node):
         super().__init__(op_type, name, graph, index, domain=domain, opset=opset)
         self.subgraphs = NO_SUBGRAPHS  # type: ignore[assignment]  # most nodes have none: one shared mapping
         self._builder = builder  # inputs and outputs: set by the builder
+        self._meta = None  # read from the NodeProto on first use (only reports and origins ask)
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -59,6 +72,24 @@ class OnnxNode(Node):
             object.__setattr__(self, "_attrs", decode_attrs(self._builder.node_protos[graph][self.index],
                                                             self._builder, graph.path))
         return self._attrs
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        if self._meta is None:  # a cache, like attrs
+            object.__setattr__(self, "_meta", node_metadata(self._builder.node_protos[self.graph][self.index]))
+        return self._meta
+
+
+def node_metadata(np_: onnx.NodeProto) -> Mapping[str, str]:
+    """A NodeProto's metadata_props and doc_string (strings that are not UTF-8 decoded with
+    replacement characters: only reports read them)."""
+    def text(s: str | bytes) -> str:
+        return s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+
+    meta = {text(p.key): text(p.value) for p in np_.metadata_props}
+    if np_.doc_string:
+        meta.setdefault("doc_string", text(np_.doc_string))
+    return MappingProxyType(meta) if meta else NO_RT_INFO
 
 
 def decode_attrs(np_: onnx.NodeProto, builder: Builder, graph_path: str) -> dict[str, Any]:
@@ -190,6 +221,8 @@ class Builder:
         if types is not None:
             self._set_outputs(types.outputs)
         graphs, table, _ = types if types is not None else decode_types(self.proto)
+        if any(impossible_shape(shape) for _, shape in table):  # a few dozen distinct types: GL0007 looks closer
+            self.issues.append(LoadIssue("impossible-dims", "a declared or inferred shape cannot exist"))
         if len(graphs) != len(self.typed):  # cannot happen for the same bytes; refuse rather than mis-assign
             raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
         for (graph, initializers), (names, ids) in zip(self.typed, graphs, strict=True):
