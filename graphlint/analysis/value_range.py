@@ -157,6 +157,20 @@ def _pow(base: Range, p: float) -> Range | None:
     return None
 
 
+ShapeOf = Callable[[Value], "tuple | None"]
+
+
+def declared_shape(value: Value) -> tuple | None:
+    return value.shape
+
+
+_shape_of: ShapeOf = declared_shape  # replaced for one compute() call by the caller's shape source
+
+
+def shape(value: Value | None) -> tuple | None:
+    return _shape_of(value) if value is not None else None
+
+
 def _elements(shape: tuple | None, axes: list[int] | None) -> int | None:
     """How many elements a reduction over ``axes`` (None: all) sums, when the shape is static."""
     if shape is None:
@@ -270,7 +284,7 @@ def transfer(node: Node, ins: list[Range | None]) -> Range | None:
     if op in NORMALIZATIONS:
         return _normalization(node, ins)
     if op in ("ReduceSum", "CumSum", "ReduceL2", "ReduceSumSquare") and a is not None:
-        n = _elements(node.inputs[0].shape if node.inputs[0] is not None else None,
+        n = _elements(shape(node.inputs[0]),
                       reduction_axes(node) if op != "CumSum" else [int(constant(node.inputs[1]).reshape(-1)[0])]
                       if len(node.inputs) > 1 and constant(node.inputs[1]) is not None else None)
         if n is None:
@@ -304,8 +318,8 @@ def _matmul(node: Node, ins: list[Range | None]) -> Range | None:
         return _matmul_bound(a, w, bias)
     if a is None or b is None:
         return None
-    shape = node.inputs[0].shape if node.inputs[0] is not None else None
-    k = shape[-1] if shape else None
+    dims = shape(node.inputs[0])
+    k = dims[-1] if dims else None
     if not isinstance(k, int):
         return None
     m = k * a.magnitude * b.magnitude
@@ -369,7 +383,7 @@ def normalized_bound(node: Node) -> Range | None:
             if g is None or not g.size:
                 continue
             gain = float(np.abs(g).max())
-        n = _elements(found[0].shape, reduction_axes(found[1]))
+        n = _elements(shape(found[0]), reduction_axes(found[1]))
         if n is not None:
             return Range(-gain * math.sqrt(n), gain * math.sqrt(n))
     return None
@@ -377,16 +391,15 @@ def normalized_bound(node: Node) -> Range | None:
 
 def _normalization(node: Node, ins: list[Range | None]) -> Range | None:
     """|normalized| <= sqrt(n - 1) over the n normalized elements; then scale and bias."""
-    x = node.inputs[0]
-    shape = x.shape if x is not None else None
-    if shape is None:
+    dims = shape(node.inputs[0] if node.inputs else None)
+    if dims is None:
         return None
     axis = node.attr("axis", -1)
     op = IR_OPS.get(node.op_type, node.op_type)
-    axes = reduction_axes(node) if op == "MVN" else list(range(axis % len(shape), len(shape)))
+    axes = reduction_axes(node) if op == "MVN" else list(range(axis % len(dims), len(dims)))
     if op in ("GroupNormalization", "InstanceNormalization"):
-        axes = list(range(2, len(shape)))
-    n = _elements(shape, axes)
+        axes = list(range(2, len(dims)))
+    n = _elements(dims, axes)
     if n is None:
         return None
     z = Range(-math.sqrt(max(n - 1, 1)), math.sqrt(max(n - 1, 1)))
@@ -399,8 +412,21 @@ def _normalization(node: Node, ins: list[Range | None]) -> Range | None:
     return z
 
 
-def compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Range]:
-    """Ranges of the float values of ``graph`` (by value name) that the graph bounds."""
+def compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None = None,
+            shape_of: ShapeOf | None = None) -> dict[str, Range]:
+    """Ranges of the float values of ``graph`` (by value name) that the graph bounds.
+
+    ``shape_of`` gives a value's static shape (default: the loader's); the shapes analysis knows
+    more dims than ONNX inference does."""
+    global _shape_of
+    _shape_of = shape_of or declared_shape
+    try:
+        return _compute(graph, inputs)
+    finally:
+        _shape_of = declared_shape
+
+
+def _compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None) -> dict[str, Range]:
     out: dict[str, Range] = {}
     for name, (lo, hi) in (inputs or {}).items():
         out[name] = Range.exact(float(lo), float(hi))
