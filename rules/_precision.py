@@ -31,6 +31,15 @@ def listed(nodes: list[Node], n: int = 4) -> str:
     return shown + (f" and {len(nodes) - n} more" if len(nodes) > n else "")
 
 
+def marked_note(model_format: str) -> str | None:
+    """For nodes already marked keep-fp32: None on OpenVINO IR (the engine obeys the mark: no
+    finding), else the sentence an ONNX model's info finding ends with (no engine reads the mark)."""
+    if model_format == "openvino":
+        return None
+    return (" The nodes carry graphlint.keep_fp32 metadata, which no engine reads (OpenVINO's ONNX frontend "
+            "drops node metadata): build with the keep-fp32 list.")
+
+
 def caveat(setting: Setting) -> str:
     """What the engine does with a keep-fp32 list, as the table says (empty when nothing is known)."""
     e = engine(setting.engine)

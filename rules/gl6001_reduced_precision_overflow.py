@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from graphlint_rules import _precision as R
 
 from graphlint.analysis.precision import format_number
+from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 
@@ -45,6 +46,7 @@ class ReducedPrecisionOverflow(Rule):
     id = "GL6001"
     name = "reduced-precision-overflow"
     severity = Severity.WARNING
+    dialects = frozenset({ONNX, OPENVINO})
     requires = ("shapes", "precision")
     fixable = True
     source = f"{R.SOURCE} (culprit square-overflow)"
@@ -54,15 +56,19 @@ class ReducedPrecisionOverflow(Rule):
         facts = ctx.analysis("precision")
         for o in facts.overflows:
             st = facts.setting
+            note = R.marked_note(ctx.model.format) if o.marked else ""
+            if note is None:
+                continue
             rest = o.keep[1:]
             after = f" and {len(rest)} node(s) after it receive the out-of-range value" if rest else ""
             yield ctx.finding(
                 o.node,
                 f"{quote_node(o.node)} reaches {format_number(o.reached)}, past {st.precision}'s largest value "
                 f"{format_number(facts.limit)}: {st.why(ctx.target.title)}, so it becomes inf{after}. "
-                f"Keep in fp32: {R.listed(o.keep)}.{R.caveat(st)}",
+                f"Keep in fp32: {R.listed(o.keep)}.{note or R.caveat(st)}",
                 value=o.value,
-                rewrite=R.keep_rewrite(o.keep, st),
+                severity=Severity.INFO if note else None,
+                rewrite=None if note else R.keep_rewrite(o.keep, st),
                 precision=st.precision,
                 condition=st.condition or None,
                 reached=o.reached,

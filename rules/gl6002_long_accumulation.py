@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from graphlint_rules import _precision as R
 
+from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 
@@ -40,6 +41,7 @@ class LongAccumulation(Rule):
     id = "GL6002"
     name = "long-accumulation"
     severity = Severity.WARNING
+    dialects = frozenset({ONNX, OPENVINO})
     requires = ("shapes", "precision")
     fixable = True
     source = f"{R.SOURCE} (culprit long-cumsum, [[accumulation]])"
@@ -49,15 +51,18 @@ class LongAccumulation(Rule):
         facts = ctx.analysis("precision")
         st = facts.setting
         for acc in facts.accumulations:
-            known = acc.accumulates == "reduced"
+            note = R.marked_note(ctx.model.format) if acc.marked else ""
+            if note is None:
+                continue
+            known = acc.accumulates == "reduced" and not note
             how = ("keeps the running sum in " + st.precision) if known else \
                 f"may keep the running sum in {st.precision} (not shown for this engine)"
             yield ctx.finding(
                 acc.node,
                 f"{quote_node(acc.node)} sums {acc.length} steps: {st.why(ctx.target.title)} and {how}; past "
-                f"{acc.min_length} like terms the sum stops growing. Keep it in fp32.{R.caveat(st)}",
+                f"{acc.min_length} like terms the sum stops growing. Keep it in fp32.{note or R.caveat(st)}",
                 severity=Severity.WARNING if known else Severity.INFO,
-                rewrite=R.keep_rewrite([acc.node], st),
+                rewrite=None if note else R.keep_rewrite([acc.node], st),
                 precision=st.precision,
                 condition=st.condition or None,
                 length=acc.length,

@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 
 from graphlint.fix.verify import OPENVINO_F32
+from graphlint.fp16 import join_blocked  # noqa: F401  (re-exported for the tests)
 
 PRECISE = '<attribute name="precise" version="0" />'
 
@@ -56,33 +57,6 @@ def ort_fp16(path: str, block: Iterable[str] = ()) -> onnx.ModelProto:
 
     model = onnx.load(path)
     return convert_float_to_float16(model, keep_io_types=True, node_block_list=sorted(set(block)) or None)
-
-
-def join_blocked(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Drop the converter's fp32 -> fp16 -> fp32 Cast pairs between two blocked nodes.
-
-    ``convert_float_to_float16`` names them ``<v>_cast_to_fp16_node`` (the blocked producer's fp32
-    result to the fp16 value ``v``) and ``<v>_cast_to_fp32_node`` (``v`` back to fp32 for a blocked
-    consumer); the consumer is rewired to the producer's fp32 result, the fp16 Cast kept only while
-    something else reads ``v``.
-    """
-    graph = model.graph
-    to16 = {n.output[0]: n for n in graph.node if n.op_type == "Cast" and n.name == f"{n.output[0]}_cast_to_fp16_node"}
-    rename: dict[str, str] = {}
-    drop: set[int] = set()
-    for i, n in enumerate(graph.node):
-        if n.op_type == "Cast" and n.input[0] in to16 and n.name == f"{n.input[0]}_cast_to_fp32_node":
-            rename[n.output[0]] = to16[n.input[0]].input[0]
-            drop.add(i)
-    kept = [n for i, n in enumerate(graph.node) if i not in drop]
-    for n in kept:
-        for j, name in enumerate(n.input):
-            n.input[j] = rename.get(name, name)
-    used = {name for n in kept for name in n.input} | {o.name for o in graph.output}
-    kept = [n for n in kept if not (n.op_type == "Cast" and n.output[0] in to16 and n.output[0] not in used)]
-    del graph.node[:]
-    graph.node.extend(kept)
-    return model
 
 
 def ir_text(onnx_path: str, workdir: str) -> tuple[str, str]:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphlint.analysis import analysis, computed
-from graphlint.analysis.value_range import Range, compute, constant, declared_shape
+from graphlint.analysis.value_range import Range, compute, constant, declared_shape, onnx_op
 from graphlint.ir import Model, Node, Value
 from graphlint.target import Target, data_dir
 
@@ -40,7 +40,7 @@ NAMES = {"fp16": "fp16", "f16": "fp16", "half": "fp16", "float16": "fp16", "bf16
          "fp32": "fp32", "f32": "fp32", "float32": "fp32"}
 # ops an additive mask goes through on its way to the softmax, and where it ends harmlessly
 _MASK_PATH = frozenset({"Add", "Sub", "Where", "Reshape", "Transpose", "Expand", "Slice", "Cast", "Unsqueeze",
-                        "Squeeze", "Concat", "Identity", "Mul", "Min", "Max", "Tile", "Gather"})
+                        "Squeeze", "Concat", "Identity", "Mul", "Min", "Max", "Tile", "Gather", "Convert"})
 _MASK_END = frozenset({"Softmax", "LogSoftmax", "ReduceMax", "ArgMax", "TopK"})
 
 
@@ -100,6 +100,7 @@ class Overflow:
     value: Value
     reached: float
     keep: list[Node]  # the node and the consumers that must take its value in fp32
+    marked: bool = False  # every node of ``keep`` already carries a keep-fp32 mark
 
 
 @dataclass
@@ -108,6 +109,29 @@ class Accumulation:
     length: int
     accumulates: str  # "reduced" | "unknown"
     min_length: int
+    marked: bool = False
+
+
+ONNX_MARK = "graphlint.keep_fp32"  # node metadata_props key written by graphlint fix (a record only)
+
+
+def marked_nodes(model: Model) -> set[str]:
+    """Names of nodes already marked keep-fp32: IR layers with ``precise`` (or the 2026
+    ``DisablePrecisionConversion`` with an f16 entry, which is what the CPU plugin checks),
+    ONNX nodes with the ``graphlint.keep_fp32`` metadata entry."""
+    out: set[str] = set()
+    if model.format == "openvino":
+        for node in model.graph.nodes:
+            rt = node.outputs[0].rt_info if node.outputs else {}
+            dpc = rt.get("DisablePrecisionConversion", "")
+            if "precise" in rt or "f16" in dpc.replace("bf16", "") or "dynamic:dynamic" in dpc:
+                out.add(node.name)
+        return out
+    proto = getattr(model, "proto", None)
+    for node in proto.graph.node if proto is not None else ():
+        if any(p.key == ONNX_MARK for p in node.metadata_props):
+            out.add(node.name)
+    return out
 
 
 @dataclass
@@ -128,9 +152,9 @@ def _only_masks(value: Value, depth: int = 0) -> bool:
     if depth > 8 or value.is_output or not value.consumers:
         return False
     for c in value.consumers:
-        if c.op_type in _MASK_END:
+        if onnx_op(c) in _MASK_END:
             continue
-        if c.op_type not in _MASK_PATH or not all(_only_masks(o, depth + 1) for o in c.outputs):
+        if onnx_op(c) not in _MASK_PATH or not all(_only_masks(o, depth + 1) for o in c.outputs):
             return False
     return True
 
@@ -147,7 +171,7 @@ def _keep_chain(node: Node, ranges: dict[str, Range], limit: float) -> list[Node
             if r is None or r.magnitude <= limit:
                 continue
             for c in out.consumers:
-                if id(c) not in seen and c.op_type not in _MASK_END:
+                if id(c) not in seen and onnx_op(c) not in _MASK_END:
                     seen.add(id(c))
                     chain.append(c)
                     todo.append(c)
@@ -193,8 +217,9 @@ def facts(model: Model, target: Target) -> PrecisionFacts:
         if st.precision == "fp16" else {}
     out.ranges = ranges
     kept: set[int] = set()
+    marked = marked_nodes(model)
     for node in model.graph.nodes:
-        if node.op_type == "Constant" or not node.outputs or not _float(node.outputs[0]):
+        if node.op_type in ("Constant", "Const") or not node.outputs or not _float(node.outputs[0]):
             continue
         value = node.outputs[0]
         r = ranges.get(value.name)
@@ -204,7 +229,7 @@ def facts(model: Model, target: Target) -> PrecisionFacts:
                 continue
             chain = _keep_chain(node, ranges, out.limit)
             kept.update(id(n) for n in chain)
-            out.overflows.append(Overflow(node, value, r.reached, chain))
+            out.overflows.append(Overflow(node, value, r.reached, chain, all(n.name in marked for n in chain)))
         if node.op_type in {a["op"] for a in table()["accumulation"]}:
             acc = next((a for a in table()["accumulation"] if a["op"] == node.op_type and a["engine"] == st.engine
                         and a["precision"] == st.precision), None)
@@ -212,7 +237,7 @@ def facts(model: Model, target: Target) -> PrecisionFacts:
             min_length = int(acc["min_length"]) if acc else 2 ** int(table()["format"][st.precision]["significand_bits"])
             length = _axis_length(node, shape_of)
             if mode != "fp32" and length is not None and length >= min_length:
-                out.accumulations.append(Accumulation(node, length, mode, min_length))
+                out.accumulations.append(Accumulation(node, length, mode, min_length, node.name in marked))
     return out
 
 

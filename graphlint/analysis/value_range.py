@@ -219,9 +219,14 @@ def _matmul_bound(x: Range, w: np.ndarray, bias: np.ndarray | None = None) -> Ra
     return Range(float(lo.min()), float(hi.max()))
 
 
+def onnx_op(node: Node) -> str:
+    """The node's op type in ONNX's words (OpenVINO IR layer types mapped by IR_OPS)."""
+    return IR_OPS.get(node.op_type, node.op_type) if node.dialect != "onnx" else node.op_type
+
+
 def transfer(node: Node, ins: list[Range | None]) -> Range | None:
     """The output range of ``node`` (its first output) from its input ranges."""
-    op = IR_OPS.get(node.op_type, node.op_type) if node.dialect != "onnx" else node.op_type
+    op = onnx_op(node)
     a = ins[0] if ins else None
     b = ins[1] if len(ins) > 1 else None
     if op in BOUNDED:
@@ -354,6 +359,16 @@ def _root_mean_square_of(value: Value | None) -> tuple[Value, Node] | None:
     return (x, mean) if x is not None and mean is not None else None
 
 
+def _reciprocal_of(value: Value | None) -> Value | None:
+    """s when ``value`` is Reciprocal(s) or 1 / s (OpenVINO writes the reciprocal as a Divide)."""
+    rec = _producer(value, "Reciprocal")
+    if rec is not None:
+        return rec.inputs[0]
+    div = _producer(value, "Div", "Divide")
+    one = constant(div.inputs[0]) if div is not None and len(div.inputs) == 2 else None
+    return div.inputs[1] if one is not None and one.size == 1 and float(one.reshape(-1)[0]) == 1.0 else None
+
+
 def normalized_bound(node: Node) -> Range | None:
     """|x / rms(x)| <= sqrt(n): Div(x, Sqrt(mean(x^2) + eps)) or Mul(x, Reciprocal(...)), n the reduced count.
 
@@ -364,12 +379,11 @@ def normalized_bound(node: Node) -> Range | None:
         return None
     for i in (0, 1):
         x, other = node.inputs[i], node.inputs[1 - i]
-        if node.op_type == "Div" and i == 1:
+        if onnx_op(node) == "Div" and i == 1:
             break
         denom = other if node.op_type == "Div" else None
-        if node.op_type == "Mul":
-            rec = _producer(other, "Reciprocal")
-            denom = rec.inputs[0] if rec is not None else None
+        if onnx_op(node) == "Mul":
+            denom = _reciprocal_of(other)
         found = _root_mean_square_of(denom)
         if found is None:
             continue
