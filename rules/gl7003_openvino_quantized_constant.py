@@ -44,7 +44,6 @@ class OpenvinoQuantizedConstant(Rule):
     severity = Severity.ERROR
     targets = frozenset({"openvino"})
     requires = ("quantization",)
-    reads_types = False
     source = Q.SOURCE
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

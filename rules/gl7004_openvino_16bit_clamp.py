@@ -39,7 +39,6 @@ class Openvino16BitClamp(Rule):
     severity = Severity.ERROR
     targets = frozenset({"openvino"})
     requires = ("quantization",)
-    reads_types = False
     fixable = True
     source = Q.SOURCE
 

@@ -40,7 +40,6 @@ class PerChannelAxis(Rule):
     severity = Severity.WARNING
     targets = frozenset({"trt", "ort"})
     requires = ("quantization",)
-    reads_types = True
     source = Q.SOURCE
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

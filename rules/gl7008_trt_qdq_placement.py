@@ -40,7 +40,6 @@ class TrtQdqPlacement(Rule):
     severity = Severity.INFO
     targets = frozenset({"trt"})
     requires = ("quantization",)
-    reads_types = False
     source = Q.SOURCE
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -34,7 +34,6 @@ class OpenvinoDynamicQuantization(Rule):
     severity = Severity.INFO
     targets = frozenset({"openvino"})
     requires = ("quantization", "support")
-    reads_types = True
     fixable = True
     source = Q.SOURCE
 

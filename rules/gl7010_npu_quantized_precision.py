@@ -36,7 +36,6 @@ class NpuQuantizedPrecision(Rule):
     severity = Severity.WARNING
     targets = frozenset({"openvino"})
     requires = ("quantization",)
-    reads_types = True
     source = Q.SOURCE
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
