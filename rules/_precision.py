@@ -6,11 +6,12 @@ module (leading underscore: rule discovery skips it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from graphlint.analysis.precision import TABLE, Setting, engine
-from graphlint.ir import Node
-from graphlint.rule import Rewrite, quote
+from graphlint.analysis.precision import TABLE, PrecisionFacts, Setting, engine
+from graphlint.ir import Node, Value
+from graphlint.rule import Finding, Rewrite, RuleContext, Severity, quote
 
 SOURCE = TABLE
 
@@ -51,3 +52,23 @@ def caveat(setting: Setting) -> str:
     if honoured == "partly":
         return " The block list alone leaves the values between the kept nodes in fp16; join them (see the keep-fp32 list)."
     return f" Keep list syntax: {e['keep_fp32']} (not runnable here)."
+
+
+def pending(ctx: RuleContext, kind: str) -> Iterator[tuple[Any, str, PrecisionFacts]]:
+    """(fact, note, facts) for the analysis' ``kind`` ("overflows", "accumulations") not already
+    kept by a mark the engine obeys; ``note`` is set when an ONNX model carries the record only."""
+    ctx.analysis("shapes")  # first: the precision analysis reads its static shapes
+    facts = ctx.analysis("precision")
+    for item in getattr(facts, kind):
+        note = marked_note(ctx.model.format) if item.marked else ""
+        if note is not None:
+            yield item, note, facts
+
+
+def finding(ctx: RuleContext, node: Node, message: str, note: str, keep: list[Node], setting: Setting,
+            severity: Severity, value: Value | None = None, **props: Any) -> Finding:
+    """A precision finding: the keep-fp32 rewrite and list, or (already recorded) info without one."""
+    return ctx.finding(node, message + (note or caveat(setting)), value=value,
+                       severity=Severity.INFO if note else severity,
+                       rewrite=None if note else keep_rewrite(keep, setting), precision=setting.precision,
+                       condition=setting.condition or None, keep_fp32=keep_names(keep), source=SOURCE, **props)

@@ -52,26 +52,13 @@ class ReducedPrecisionOverflow(Rule):
     source = f"{R.SOURCE} (culprit square-overflow)"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        ctx.analysis("shapes")  # first: the precision analysis reads its static shapes
-        facts = ctx.analysis("precision")
-        for o in facts.overflows:
+        for o, note, facts in R.pending(ctx, "overflows"):
             st = facts.setting
-            note = R.marked_note(ctx.model.format) if o.marked else ""
-            if note is None:
-                continue
             rest = o.keep[1:]
             after = f" and {len(rest)} node(s) after it receive the out-of-range value" if rest else ""
-            yield ctx.finding(
-                o.node,
+            yield R.finding(
+                ctx, o.node,
                 f"{quote_node(o.node)} reaches {format_number(o.reached)}, past {st.precision}'s largest value "
                 f"{format_number(facts.limit)}: {st.why(ctx.target.title)}, so it becomes inf{after}. "
-                f"Keep in fp32: {R.listed(o.keep)}.{note or R.caveat(st)}",
-                value=o.value,
-                severity=Severity.INFO if note else None,
-                rewrite=None if note else R.keep_rewrite(o.keep, st),
-                precision=st.precision,
-                condition=st.condition or None,
-                reached=o.reached,
-                keep_fp32=R.keep_names(o.keep),
-                source=R.SOURCE,
-            )
+                f"Keep in fp32: {R.listed(o.keep)}.",
+                note, o.keep, st, Severity.WARNING, value=o.value, reached=o.reached)

@@ -47,25 +47,13 @@ class LongAccumulation(Rule):
     source = f"{R.SOURCE} (culprit long-cumsum, [[accumulation]])"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        ctx.analysis("shapes")  # first: the precision analysis reads its static shapes
-        facts = ctx.analysis("precision")
-        st = facts.setting
-        for acc in facts.accumulations:
-            note = R.marked_note(ctx.model.format) if acc.marked else ""
-            if note is None:
-                continue
+        for acc, note, facts in R.pending(ctx, "accumulations"):
+            st = facts.setting
             known = acc.accumulates == "reduced" and not note
             how = ("keeps the running sum in " + st.precision) if known else \
                 f"may keep the running sum in {st.precision} (not shown for this engine)"
-            yield ctx.finding(
-                acc.node,
+            yield R.finding(
+                ctx, acc.node,
                 f"{quote_node(acc.node)} sums {acc.length} steps: {st.why(ctx.target.title)} and {how}; past "
-                f"{acc.min_length} like terms the sum stops growing. Keep it in fp32.{note or R.caveat(st)}",
-                severity=Severity.WARNING if known else Severity.INFO,
-                rewrite=None if note else R.keep_rewrite([acc.node], st),
-                precision=st.precision,
-                condition=st.condition or None,
-                length=acc.length,
-                keep_fp32=R.keep_names([acc.node]),
-                source=R.SOURCE,
-            )
+                f"{acc.min_length} like terms the sum stops growing. Keep it in fp32.",
+                note, [acc.node], st, Severity.WARNING if known else Severity.INFO, length=acc.length)

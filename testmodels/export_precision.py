@@ -30,13 +30,12 @@ Third-party style modules (written the way public repositories write them, not t
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from testmodels.common import cached, torch_export
+from testmodels.common import cached, main, torch_export
 
 OPSET = 17
 SEED = 0
@@ -336,10 +335,4 @@ def models() -> str:
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else None
-    if out:
-        os.makedirs(out, exist_ok=True)
-        build(out)
-        print(out)
-    else:
-        print(models())
+    main(build, models)

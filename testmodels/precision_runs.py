@@ -13,11 +13,12 @@ each output's argmax over its last axis is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -92,8 +93,9 @@ def mark_layers(xml: str, names: Iterable[str], attribute: str = PRECISE) -> tup
     return out, count
 
 
-def run_openvino(xml: str, bin_path: str, feeds: dict[str, np.ndarray], hint: str) -> tuple[list[np.ndarray], str]:
-    """Outputs and the inference precision the compiled model reports (the plugin may substitute)."""
+@contextlib.contextmanager
+def _compiled(xml: str, bin_path: str, hint: str) -> Iterator[Any]:
+    """The IR text compiled on OpenVINO CPU at ``hint`` (f32 pins OPENVINO_F32), from a scratch .xml."""
     import openvino as ov
 
     core = ov.Core()
@@ -101,14 +103,18 @@ def run_openvino(xml: str, bin_path: str, feeds: dict[str, np.ndarray], hint: st
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(xml)
     try:
-        model = core.read_model(path, bin_path)
         config = OPENVINO_F32 if hint == "f32" else {"INFERENCE_PRECISION_HINT": hint}
-        compiled = core.compile_model(model, "CPU", config)
+        yield core.compile_model(core.read_model(path, bin_path), "CPU", config)
+    finally:
+        os.unlink(path)
+
+
+def run_openvino(xml: str, bin_path: str, feeds: dict[str, np.ndarray], hint: str) -> tuple[list[np.ndarray], str]:
+    """Outputs and the inference precision the compiled model reports (the plugin may substitute)."""
+    with _compiled(xml, bin_path, hint) as compiled:
         result = compiled(feeds)
         outs = [np.asarray(result[o]) for o in compiled.outputs]
         return outs, precision_name(compiled.get_property("INFERENCE_PRECISION_HINT"))
-    finally:
-        os.unlink(path)
 
 
 def openvino_bf16() -> bool:
@@ -130,21 +136,12 @@ def precision_name(element_type: Any) -> str:
 
 def runtime_precisions(xml: str, bin_path: str, hint: str) -> dict[str, tuple[str, str]]:
     """Per executed CPU node: (layer type, runtime precision), from the compiled model's runtime graph."""
-    import openvino as ov
-
-    core = ov.Core()
-    fd, path = tempfile.mkstemp(suffix=".xml", dir=os.path.dirname(bin_path))
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(xml)
-    try:
-        compiled = core.compile_model(core.read_model(path, bin_path), "CPU", {"INFERENCE_PRECISION_HINT": hint})
+    with _compiled(xml, bin_path, hint) as compiled:
         out = {}
         for op in compiled.get_runtime_model().get_ordered_ops():
             rt = op.get_rt_info()
             out[op.get_friendly_name()] = (rt["layerType"].astype(str), rt["runtimePrecision"].astype(str))
         return out
-    finally:
-        os.unlink(path)
 
 
 def drift(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:

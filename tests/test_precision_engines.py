@@ -217,10 +217,13 @@ def test_every_entry_names_an_existing_evidence_test():
     with open(here, encoding="utf-8") as f:
         names = {n.name for n in ast.parse(f.read()).body if isinstance(n, ast.FunctionDef)}
     data = table()
-    for entry in [*data["engine"], *data["culprit"]]:
+    for entry in [*data["engine"], *data["culprit"], *data["accumulation"]]:
         path, _, name = entry["evidence"].partition("::")
-        assert os.path.basename(path) == os.path.basename(here) and name in names, entry["id"]
-        assert entry.get("source") or entry.get("measured"), entry["id"]
+        assert os.path.basename(path) == os.path.basename(here) and name in names, entry.get("id", entry)
+        assert entry.get("source") or entry.get("measured") or entry.get("accumulates"), entry.get("id", entry)
+    engines = {e["id"] for e in data["engine"]}
+    for entry in [*data["default"], *data["accumulation"]]:
+        assert entry["engine"] in engines or entry["engine"] == "", entry
 
 
 def test_the_mark_helper_writes_rt_info_once():

@@ -22,6 +22,7 @@ import onnx
 
 from graphlint.fix.base import ONNX_FORMAT, OPENVINO_FORMAT, FixContext, Pass, PassResult, register_pass
 from graphlint.fix.ir_model import IRModel
+from graphlint.fix.passes.openvino import xml_edit_result
 
 ONNX_KEY = "graphlint.keep_fp32"
 IR_MARK = "precise"  # RTTI name of ov::DisableFP16Compression, as read_model knows it
@@ -64,11 +65,7 @@ class KeepFp32IR(Pass):
                 continue
             ET.SubElement(rt, "attribute", {"name": IR_MARK, "version": "0"})
             changes.append(f"layer {name!r} ({layer.get('type')}): rt_info precise (kept in f32)")
-        if not changes:
-            return PassResult(model, False, skipped=skipped)
-        ET.indent(root, space="\t")
-        xml = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-        return PassResult(IRModel(xml, model.bin_path, model.bin_changed), True, changes, skipped=skipped)
+        return xml_edit_result(model, root, changes, skipped)
 
 
 @register_pass
