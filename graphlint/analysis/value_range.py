@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlint.analysis import analysis
-from graphlint.ir import Graph, Model, Node, Value
+from graphlint.ir import Graph, Node, Value
 
 
 @dataclass(frozen=True)
@@ -164,13 +163,6 @@ def declared_shape(value: Value) -> tuple | None:
     return value.shape
 
 
-_shape_of: ShapeOf = declared_shape  # replaced for one compute() call by the caller's shape source
-
-
-def shape(value: Value | None) -> tuple | None:
-    return _shape_of(value) if value is not None else None
-
-
 def _elements(shape: tuple | None, axes: list[int] | None) -> int | None:
     """How many elements a reduction over ``axes`` (None: all) sums, when the shape is static."""
     if shape is None:
@@ -224,8 +216,8 @@ def onnx_op(node: Node) -> str:
     return IR_OPS.get(node.op_type, node.op_type) if node.dialect != "onnx" else node.op_type
 
 
-def transfer(node: Node, ins: list[Range | None]) -> Range | None:
-    """The output range of ``node`` (its first output) from its input ranges."""
+def transfer(node: Node, ins: list[Range | None], shape: ShapeOf = declared_shape) -> Range | None:
+    """The output range of ``node`` (its first output) from its input ranges (``shape``: static shapes)."""
     op = onnx_op(node)
     a = ins[0] if ins else None
     b = ins[1] if len(ins) > 1 else None
@@ -269,7 +261,7 @@ def transfer(node: Node, ins: list[Range | None]) -> Range | None:
         lo = 0.0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi))
         return Range(lo, a.magnitude, a.reached or None)
     if op in ("Mul", "Div"):
-        norm = normalized_bound(node)
+        norm = normalized_bound(node, shape)
         if norm is not None:
             return norm
     if op in ("Add", "Sub", "Mul", "Div") and a is not None and b is not None:
@@ -287,9 +279,9 @@ def transfer(node: Node, ins: list[Range | None]) -> Range | None:
     if op in ("Gelu", "FastGelu", "QuickGelu", "BiasGelu", "Swish") and a is not None:
         return Range(min(-0.17, a.lo) if a.lo < 0 else 0.0, max(a.hi, 0.0))
     if op in NORMALIZATIONS:
-        return _normalization(node, ins)
+        return _normalization(node, shape)
     if op in ("ReduceSum", "CumSum", "ReduceL2", "ReduceSumSquare") and a is not None:
-        n = _elements(shape(node.inputs[0]),
+        n = _elements(shape(node.inputs[0]) if node.inputs[0] is not None else None,
                       reduction_axes(node) if op != "CumSum" else [int(constant(node.inputs[1]).reshape(-1)[0])]
                       if len(node.inputs) > 1 and constant(node.inputs[1]) is not None else None)
         if n is None:
@@ -300,7 +292,7 @@ def transfer(node: Node, ins: list[Range | None]) -> Range | None:
             return Range(0.0, n * a.magnitude ** 2)
         return Range(n * min(a.lo, 0.0) + (a.lo if op == "CumSum" and a.lo > 0 else 0.0), n * max(a.hi, 0.0))
     if op in ("MatMul", "Gemm") and a is not None:
-        return _matmul(node, ins)
+        return _matmul(node, ins, shape)
     if op == "Conv" and a is not None:
         w = constant(node.inputs[1]) if len(node.inputs) > 1 else None
         if w is None:
@@ -311,7 +303,7 @@ def transfer(node: Node, ins: list[Range | None]) -> Range | None:
     return None
 
 
-def _matmul(node: Node, ins: list[Range | None]) -> Range | None:
+def _matmul(node: Node, ins: list[Range | None], shape: ShapeOf) -> Range | None:
     a, b = ins[0], ins[1] if len(ins) > 1 else None
     w = constant(node.inputs[1]) if len(node.inputs) > 1 else None
     if node.op_type == "Gemm" and w is not None and node.attr("transB", 0):
@@ -323,7 +315,7 @@ def _matmul(node: Node, ins: list[Range | None]) -> Range | None:
         return _matmul_bound(a, w, bias)
     if a is None or b is None:
         return None
-    dims = shape(node.inputs[0])
+    dims = shape(node.inputs[0]) if node.inputs[0] is not None else None
     k = dims[-1] if dims else None
     if not isinstance(k, int):
         return None
@@ -369,7 +361,7 @@ def _reciprocal_of(value: Value | None) -> Value | None:
     return div.inputs[1] if one is not None and one.size == 1 and float(one.reshape(-1)[0]) == 1.0 else None
 
 
-def normalized_bound(node: Node) -> Range | None:
+def normalized_bound(node: Node, shape: ShapeOf = declared_shape) -> Range | None:
     """|x / rms(x)| <= sqrt(n): Div(x, Sqrt(mean(x^2) + eps)) or Mul(x, Reciprocal(...)), n the reduced count.
 
     The decomposed LayerNorm ((x - mean) / std) and RMSNorm as exporters write them; bounding
@@ -403,9 +395,9 @@ def normalized_bound(node: Node) -> Range | None:
     return None
 
 
-def _normalization(node: Node, ins: list[Range | None]) -> Range | None:
+def _normalization(node: Node, shape: ShapeOf) -> Range | None:
     """|normalized| <= sqrt(n - 1) over the n normalized elements; then scale and bias."""
-    dims = shape(node.inputs[0] if node.inputs else None)
+    dims = shape(node.inputs[0]) if node.inputs and node.inputs[0] is not None else None
     if dims is None:
         return None
     axis = node.attr("axis", -1)
@@ -432,15 +424,7 @@ def compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None = Non
 
     ``shape_of`` gives a value's static shape (default: the loader's); the shapes analysis knows
     more dims than ONNX inference does."""
-    global _shape_of
-    _shape_of = shape_of or declared_shape
-    try:
-        return _compute(graph, inputs)
-    finally:
-        _shape_of = declared_shape
-
-
-def _compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None) -> dict[str, Range]:
+    shape = shape_of or declared_shape
     out: dict[str, Range] = {}
     for name, (lo, hi) in (inputs or {}).items():
         out[name] = Range.exact(float(lo), float(hi))
@@ -453,20 +437,9 @@ def _compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None) -> 
             continue
         ins = [out.get(v.name) if v is not None else None for v in node.inputs]
         try:
-            r = transfer(node, ins)
+            r = transfer(node, ins, shape)
         except (ValueError, TypeError, OverflowError, ZeroDivisionError, IndexError):
             r = None
         if r is not None and not (math.isnan(r.lo) or math.isnan(r.hi)):
             out[node.outputs[0].name] = r
     return out
-
-
-@analysis("value_ranges", per_target=False)
-def value_ranges(model: Model, target: object = None) -> dict[str, Range]:
-    """Ranges of the main graph's values, with the input ranges the run was given."""
-    del target
-    return compute(model.graph, INPUT_RANGES.get(model.path))
-
-
-# Input ranges per model path, set by the command line (--input-range) or the config file.
-INPUT_RANGES: dict[str, dict[str, tuple[float, float]]] = {}
