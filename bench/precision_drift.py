@@ -14,7 +14,12 @@ then repeats each reduced-precision run with one group of node kinds kept in fp3
 ``node_block_list``; OpenVINO: ``precise`` rt_info on the IR layers of those types) and reports
 the drift left, so the table says which kinds matter.
 
-    .venv/bin/python bench/precision_drift.py [MODEL ...] [--json out.json]
+Then ``--family`` measures the precision family itself on each model: the GL6xxx findings at
+fp16 (target ort, checked with onnx.reference on the converted model, keep list joined) and at
+OpenVINO CPU's bf16 default (checked with OpenVINO and the ``precise`` marks), the drift with the
+whole keep-fp32 list, and for each finding whether leaving it out pushes the drift past 0.01.
+
+    .venv/bin/python bench/precision_drift.py [MODEL ...] [--json out.json] [--family]
 """
 
 from __future__ import annotations
@@ -89,17 +94,54 @@ def measure(name: str, folder: str, groups: bool = True) -> dict[str, Any]:
     return row
 
 
+TOL = 0.01
+
+
+def family(name: str, folder: str) -> dict[str, Any]:
+    """GL6xxx on one model: findings, drift without / with the keep list, which findings matter."""
+    from graphlint.config import resolve_options
+    from graphlint.lint import lint_paths
+
+    path = os.path.join(folder, f"{name}.onnx")
+    feeds = inputs(folder, name)
+    ref = P.run_ort(path, feeds)
+    row: dict[str, Any] = {"model": name}
+    with tempfile.TemporaryDirectory() as work:
+        xml, bin_path = P.ir_text(path, work)
+
+        def fp16(keep: list[str]) -> float:
+            return P.drift(ref, P.run_reference(P.join_blocked(P.ort_fp16(path, keep)), feeds))["max_abs"]
+
+        def bf16(keep: list[str]) -> float:
+            marked, _ = P.mark_layers(xml, keep)
+            return P.drift(ref, P.run_openvino(marked, bin_path, feeds, "bf16")[0])["max_abs"]
+
+        for label, target, precision, run in (("fp16", "ort", "fp16", fp16), ("bf16", "openvino", None, bf16)):
+            opts = resolve_options(targets=[target], select=["GL6"], ignore=[], shapes=[], config_path=None,
+                                   repo_root=None, precision=precision)
+            found = list(lint_paths([path], opts).findings())
+            lists = [f.properties["keep_fp32"] for f in found]
+            res: dict[str, Any] = {"findings": len(found), "without": run([])}
+            if found:
+                res["with"] = run([n for k in lists for n in k])
+                res["matter"] = sum(run([n for j, k in enumerate(lists) if j != i for n in k]) > TOL
+                                    for i in range(len(lists)))
+            row[label] = res
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(MODELS))
     ap.add_argument("--json")
     ap.add_argument("--no-groups", action="store_true", help="only the whole-model drift")
+    ap.add_argument("--family", action="store_true", help="the GL6xxx findings and what their keep lists do")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     folder = models()
     rows = []
     for name in args.models:
-        row = measure(name, folder, groups=not args.no_groups)
+        row = family(name, folder) if args.family else measure(name, folder, groups=not args.no_groups)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:
