@@ -186,12 +186,15 @@ def reduction_axes(node: Node) -> list[int] | None:
     return [int(a) for a in axes] if axes is not None else None
 
 
+MAX_ELEMENTS = 1 << 24  # larger constants (64 MB of fp32) are not read: their values stay unknown
+
+
 def constant(value: Value | None) -> np.ndarray | None:
     """A value's constant data, through the Identity nodes exporters put on shared weights."""
     while value is not None and value.const is None and value.producer is not None \
             and value.producer.op_type == "Identity" and value.producer.inputs:
         value = value.producer.inputs[0]
-    if value is None or value.const is None:
+    if value is None or value.const is None or value.const.size > MAX_ELEMENTS:
         return None
     try:
         return np.asarray(value.const.numpy())
@@ -200,10 +203,13 @@ def constant(value: Value | None) -> np.ndarray | None:
 
 
 def _matmul_bound(x: Range, w: np.ndarray, bias: np.ndarray | None = None) -> Range:
-    """Interval of x @ w per output column (w: [K, N]), over all columns."""
-    w = w.astype(np.float64)
-    hi = np.maximum(x.lo * w, x.hi * w).sum(axis=0)
-    lo = np.minimum(x.lo * w, x.hi * w).sum(axis=0)
+    """Interval of x @ w per output column (w: [K, N]), over all columns: a positive weight takes
+    x's top to the column's top, a negative one x's bottom (one temporary of w's size)."""
+    total = w.sum(axis=0, dtype=np.float64)
+    size = np.abs(w).sum(axis=0, dtype=np.float64)
+    pos, neg = (size + total) / 2, (total - size) / 2
+    hi = x.hi * pos + x.lo * neg if math.isfinite(x.hi) and math.isfinite(x.lo) else np.full(total.shape, math.inf)
+    lo = x.lo * pos + x.hi * neg if math.isfinite(x.hi) and math.isfinite(x.lo) else np.full(total.shape, -math.inf)
     if bias is not None:
         b = np.broadcast_to(bias.astype(np.float64).reshape(-1), hi.shape) if bias.size in (1, hi.size) else None
         if b is not None:
@@ -429,7 +435,7 @@ def compute(graph: Graph, inputs: Mapping[str, tuple[float, float]] | None = Non
     for name, (lo, hi) in (inputs or {}).items():
         out[name] = Range.exact(float(lo), float(hi))
     for value in graph.values.values():
-        data = constant(value) if value.const is not None and value.const.size <= 1 << 24 else None
+        data = constant(value) if value.const is not None else None
         if data is not None and data.size and data.dtype.kind in "fb" and not np.isnan(data).any():
             out[value.name] = Range.exact(float(data.min()), float(data.max()))
     for node in graph.nodes:
