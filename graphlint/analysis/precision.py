@@ -9,7 +9,7 @@ Per target, from ``rules/data/precision.toml`` and the value ranges (``value_ran
   number (a reached value, not a bound: see value_range), each with the chain of nodes to keep
   in fp32 -- the node and every consumer that receives an out-of-range value, until the values
   are back in range. Additive attention masks (huge negatives that only reach a Softmax) are
-  left out: every engine clamps them or keeps them harmless (see the table's mask culprit);
+  left out: measured harmless where they run here (see the table's mask culprit);
 * *accumulations*: CumSum over a static axis at least as long as the table's ``min_length``,
   with whether the engine keeps the running sum in the reduced precision.
 
