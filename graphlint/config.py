@@ -273,6 +273,8 @@ def effective_config(
     models: list[str] | None = None,
     fail_level: str | None = None,
     baseline: str | None = None,
+    precision: str | None = None,
+    input_ranges: list[str] | None = None,
     source_root: str | None = None,
 ) -> Effective:
     """The effective options: the command line's values over the configuration file's over defaults."""
@@ -281,7 +283,7 @@ def effective_config(
     base = os.path.dirname(eff.file) if eff.file else os.getcwd()
     _selection(eff, conf, targets, select, ignore, fail_level)
     _severities(eff, conf)
-    _target_options(eff, conf)
+    _target_options(eff, conf, precision, input_ranges or [])
     _shape_profiles(eff, conf, shapes, base)
     _baseline_and_suppressions(eff, conf, baseline, base)
     eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
@@ -382,8 +384,9 @@ def _severities(eff: Effective, conf: dict[str, Any]) -> None:
     eff.set("severity", overrides, eff.file_source("severity") if overrides else "default")
 
 
-def _target_options(eff: Effective, conf: dict[str, Any]) -> None:
-    """Per-target options, checked against the options target profiles define."""
+def _target_options(eff: Effective, conf: dict[str, Any], precision: str | None, input_ranges: list[str]) -> None:
+    """Per-target options, checked against the options target profiles define; ``--precision``
+    and ``--input-range`` on top, for every target."""
     from graphlint.target import target_names
 
     types = _target_option_types()
@@ -405,7 +408,15 @@ def _target_options(eff: Effective, conf: dict[str, Any]) -> None:
                 raise UsageError(f"{eff.file}: target-options.{name}.{key}: expected {want.__name__}, "
                                  f"got {type(value).__name__}")
             topts.setdefault(name.lower(), {})[k.replace("-", "_")] = value
-    eff.set("target-options", topts, eff.file_source("target-options") if topts else "default")
+    from_cli = _cli_target_options(precision, input_ranges)
+    for name in (target_names() if from_cli else []):  # the command line applies to every target
+        merged = topts.setdefault(name, {})
+        ranges = {**merged.get("input_ranges", {}), **from_cli.get("input_ranges", {})}
+        merged.update(from_cli)
+        if ranges:
+            merged["input_ranges"] = ranges
+    source = "command line" if from_cli else eff.file_source("target-options") if topts else "default"
+    eff.set("target-options", topts, source)
 
 
 def _shape_profiles(eff: Effective, conf: dict[str, Any], shapes: list[str], base: str) -> None:
@@ -500,10 +511,33 @@ def options_from(eff: Effective) -> LintOptions:
 
 
 def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
-                    models: list[str] | None = None, source_root: str | None = None) -> LintOptions:
+                    models: list[str] | None = None, source_root: str | None = None,
+                    precision: str | None = None, input_ranges: list[str] | None = None) -> LintOptions:
     return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
                                          config_path=config_path, repo_root=repo_root, models=models,
-                                         source_root=source_root))
+                                         source_root=source_root, precision=precision, input_ranges=input_ranges))
+
+
+def parse_input_range(text: str) -> tuple[str, list[float]]:
+    """``NAME:LO,HI`` (``--input-range pixel_values:-3,3``) -> (name, [lo, hi])."""
+    name, sep, rest = text.rpartition(":")
+    parts = rest.split(",")
+    try:
+        lo, hi = (float(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        lo = hi = None
+    if not sep or not name or lo is None or hi is None or not lo <= hi:
+        raise UsageError(f"--input-range {text!r}: expected NAME:LO,HI with LO <= HI (e.g. pixel_values:-3,3)")
+    return name, [lo, hi]
+
+
+def _cli_target_options(precision: str | None, input_ranges: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if precision:
+        out["precision"] = precision
+    if input_ranges:
+        out["input_ranges"] = dict(parse_input_range(t) for t in input_ranges)
+    return out
 
 
 # --------------------------------------------------------------------------- graphlint config

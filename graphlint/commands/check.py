@@ -31,9 +31,12 @@ FORMATS = ["text", "json", "sarif", "github"]
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Processes to use: models linted at once, each in a worker, and a big model's "
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
+@click.option("--keep-fp32", "keep_fp32", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the precision findings' keep-fp32 lists in each engine's syntax (JSON if FILE ends "
+                   "in .json); the text report prints them too.")
 @guarded
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
-            baseline_path, stats, color, time_budget, jobs) -> None:
+            baseline_path, stats, color, time_budget, jobs, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if common.PROCESS_EXITS_AFTER:
         # No cyclic garbage collection: the run keeps every model it lints until the report is
@@ -61,6 +64,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
         color = fmt == "text" and not output and sys.stdout.isatty()
     t_report = time.perf_counter()
     emit(render(run, fmt, color=color), output)
+    keep_lists(run, fmt, output, keep_fp32)
     t_report = time.perf_counter() - t_report
     for fail in run.failures:
         click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
@@ -68,6 +72,18 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
         print_stats(run, t_report)
     level = Severity.parse(fail_level or opts.fail_level)
     sys.exit(lint.exit_code(run, level))
+
+
+def keep_lists(run, fmt: str, output: str | None, path: str | None) -> None:
+    """The keep-fp32 lists: after a text report on stdout, and in FILE when asked."""
+    from graphlint.report import keep_fp32
+
+    lists = keep_fp32.collect(run)
+    if fmt == "text" and not output and lists:
+        click.echo("\n" + keep_fp32.render_text(lists), nl=False)
+    if path:
+        text = keep_fp32.render_json(lists) if path.endswith(".json") else keep_fp32.render_text(lists)
+        emit(text, path)
 
 
 def print_stats(run, t_report: float = 0.0) -> None:

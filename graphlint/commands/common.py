@@ -67,18 +67,33 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Where the Python files that built the model are looked for, to point findings at "
                           "their lines (default: the repo root)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
+        click.option("--precision", type=click.Choice(["fp16", "bf16", "fp32"]), expose_value=False,
+                     callback=_to_meta, help="Lint for the precision the engine computes in (default: each "
+                     "target's own: OpenVINO GPU/NPU fp16, OpenVINO CPU bf16 on AVX512_BF16/AMX hosts, else fp32)."),
+        click.option("--input-range", "input_range", multiple=True, expose_value=False, callback=_to_meta,
+                     metavar="NAME:LO,HI", help="Known range of an input's values, for the value-range analysis "
+                     "(e.g. pixel_values:-3,3). Repeatable."),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
 
 
+def _to_meta(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Options every lint command takes without naming them: kept in the click context for build_options."""
+    ctx.meta[f"graphlint.{param.name}"] = value
+    return value
+
+
 def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=()) -> LintOptions:
     from graphlint.config import resolve_options
 
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
     return resolve_options(
         targets=list(targets), select=split_values(select), ignore=split_values(ignore), shapes=list(shapes),
         config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
+        precision=meta.get("graphlint.precision"), input_ranges=list(meta.get("graphlint.input_range") or ()),
     )
 
 

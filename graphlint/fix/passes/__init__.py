@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from graphlint.fix.base import ONNX_FORMAT, PASSES, Pass
-from graphlint.fix.passes import contracts, drift, engine_drift, fusion, graph, openvino, quant, unfuse
+from graphlint.fix.passes import (
+    contracts,
+    drift,
+    engine_drift,
+    fusion,
+    graph,
+    openvino,
+    precision,
+    quant,
+    unfuse,
+)
 
-__all__ = ["contracts", "drift", "engine_drift", "fusion", "graph", "load_passes", "openvino", "quant", "unfuse"]
+__all__ = ["contracts", "drift", "engine_drift", "fusion", "graph", "load_passes", "openvino", "precision", "quant",
+           "unfuse"]
 
 
 def load_passes(fmt: str = ONNX_FORMAT) -> dict[str, type[Pass]]:
