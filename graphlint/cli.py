@@ -130,6 +130,9 @@ def emit(text: str, output: str | None) -> None:
               help="Report only findings not recorded in this baseline file.")
 @click.option("--stats", "--profile", "stats", is_flag=True, help="Print time per phase and per rule family on stderr.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: only on a TTY).")
+@click.option("--show-info", is_flag=True,
+              help="List info-level findings in the text report (default: one summary line per model; "
+                   "JSON and SARIF always carry them).")
 @click.option("--time-budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Give up on a model (exit 2) after this long; 0 = no limit. Default: 300.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -137,7 +140,7 @@ def emit(text: str, output: str | None) -> None:
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
 @guarded
 def check(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
-          baseline_path, stats, color, time_budget, jobs) -> None:
+          baseline_path, stats, color, show_info, time_budget, jobs) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if _PROCESS_EXITS_AFTER:
         # No cyclic garbage collection: the run keeps every model it lints until the report is
@@ -171,13 +174,13 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
     if color is None:
         color = fmt == "text" and not output and sys.stdout.isatty()
     t_report = time.perf_counter()
-    emit(render(run, fmt, color=color), output)
+    level = Severity.parse(fail_level or opts.fail_level)
+    emit(render(run, fmt, color=color, show_info=show_info or level <= Severity.INFO), output)
     t_report = time.perf_counter() - t_report
     for fail in run.failures:
         click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
     if stats:
         _print_stats(run, t_report)
-    level = Severity.parse(fail_level or opts.fail_level)
     sys.exit(lint.exit_code(run, level))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node
@@ -58,13 +59,14 @@ class AttributeBecameInput(Rule):
             names = f["attribute"] if isinstance(f["attribute"], list) else [f["attribute"]]
             stale = [a for a in names if a in node.attrs]
             if stale:
+                severity, extra = D.judged(f, ctx.target, self.severity)
                 yield ctx.finding(
                     node,
                     f"{quote_node(node)} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
                     f"input(s) at opset {f['boundary']}; engines reject or ignore the attribute."
-                    + D.engine_note(f, ctx.target),
-                    rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]),
-                    **D.props(f, attributes=stale),
+                    + (D.unknown_note(ctx.target) if extra.get("unknown") else D.engine_note(f, ctx.target)),
+                    rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]), severity=severity,
+                    **D.props(f, attributes=stale), **extra,
                 )
                 continue
             if f.get("trt_const") and ctx.target.name == "trt":
@@ -76,5 +78,5 @@ class AttributeBecameInput(Rule):
                         f"{ctx.target.title} needs it as a build-time constant.",
                         value=v,
                         rewrite=D.rewrite("fold-constants", None, nodes=[v.producer.label] if v.producer else None),
-                        **D.props(f, input=v.name),
+                        **D.props(f, input=v.name), **C.props(C.document_basis(C.target_document(ctx.target))),
                     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.symbolic import Poly
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
@@ -84,9 +86,12 @@ class ConstantShapePinsDynamicDim(Rule):
                 what = f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
             else:
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
-            if sol is None:
-                tail = "so it only works for some values of the declared dynamic dim"
+            contract = C.props(C.document_basis(C.onnx_operator(n.op_type)))
+            if sol is None:  # which values work is not worked out: not shown to fail for the values fed
+                tail = ("so it only works for some values of the declared dynamic dim (which ones is unknown: "
+                        "graphlint could not solve for them)")
                 pinned = None
+                contract = C.props(unknown=["value"])
             elif sol[1] is None:
                 tail = f"no value of '{sol[0]}' satisfies that, so the node can never run"
                 pinned = None
@@ -96,6 +101,6 @@ class ConstantShapePinsDynamicDim(Rule):
             yield ctx.finding(
                 n,
                 f"{quote_node(n)} {what}; {tail}.",
-                value=e.va,
-                symbol=str(sym_side), pinned_value=pinned,
+                value=e.va, severity=C.capped(self.severity, contract.get("unknown")),
+                symbol=str(sym_side), pinned_value=pinned, **contract,
             )

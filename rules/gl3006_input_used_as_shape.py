@@ -43,7 +43,7 @@ class InputUsedAsShape(Rule):
     name = "input-used-as-shape"
     severity = Severity.WARNING
     targets = frozenset({"trt"})
-    source = "TensorRT developer guide (shape tensors); ../shared/reference/onnx-tensorrt-operators-trt10.15.md"
+    source = "TensorRT developer guide (shape tensors); https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for inp in ctx.model.graph.inputs:

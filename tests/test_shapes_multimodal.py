@@ -144,8 +144,9 @@ def test_constant_reshape_pins_batch_and_breaks_at_other_sizes_in_ort_and_openvi
 # --- GL3007 optimization-profile -------------------------------------------------------------
 
 def test_trt_lists_inputs_that_need_a_profile():
-    found = lint(path("fusion.onnx"), "trt", "GL3007")
-    assert sorted(f.value for f in found) == ["input_ids", "pixel_values"]
+    (found,) = lint(path("fusion.onnx"), "trt", "GL3007")  # one note per model, not one per input
+    assert sorted(found.properties["inputs"]) == ["input_ids", "pixel_values"]
+    assert found.severity.label == "info" and "--shapes pixel_values:MIN,OPT,MAX" in found.message
     assert lint(path("fusion.onnx"), "ort", "GL3007") == []  # ort needs no profile
 
 

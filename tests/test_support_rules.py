@@ -73,7 +73,9 @@ def test_ort_kernel_types_match_the_engine(tmp_path, opset, rejected):
     if rejected:
         f = errors(res, "GL1005")[0]
         assert f.node == "add" and "uint8" in f.message
-        assert "onnxruntime-1.32.0-cpu-kernels.generated.md:" in f.properties["source"]
+        # cites the table shipped in the package; the basis names its entry for the op
+        assert f.properties["source"].startswith("rules/data/support/ort-1.32-cpu.json")
+        assert f.properties["basis"] == "support-table:rules/data/support/ort-1.32-cpu.json#ai.onnx/Add"
 
 
 def test_ort_open_kernel_range_matches_start_version_only(tmp_path):
@@ -111,7 +113,10 @@ def test_openvino_missing_translator(tmp_path):
     m = _model([helper.make_node("Det", ["x"], ["y"], name="det")], [_vi("x", F, [2, 2])], [_vi("y", F, [])], opset=22)
     res = lint(tmp_path, m, "openvino")
     f = errors(res, "GL1001")[0]
-    assert "no conversion rule" in f.message and "openvino-onnx-supported-ops.md:" in f.properties["source"]
+    # cites the frontend's own table at its commit, with the op's line
+    assert "no conversion rule" in f.message and f.properties["source"].startswith(
+        "https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581cf29cae47563090e5deca0/"
+        "src/frontends/onnx/docs/supported_ops.md#L")
     assert not ov_compiles(m, tmp_path)
 
 
@@ -122,7 +127,9 @@ def test_trt_restrictions_cite_the_matrix_row(tmp_path):
     res = lint(tmp_path, m, "trt")
     msgs = [f.message for f in errors(res, "GL1004")]
     assert any("sorted=0" in x for x in msgs) and any("4000" in x and "3840" in x for x in msgs)
-    assert all("onnx-tensorrt-operators-trt10.15.md:" in x for x in msgs)
+    assert all("https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md#L" in x for x in msgs)
+    assert all(f.properties["basis"] == "support-table:rules/data/support/trt-10.15.json#TopK"
+               for f in errors(res, "GL1004"))
 
 
 def test_trt_build_time_constant_inputs(tmp_path):

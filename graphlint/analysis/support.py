@@ -87,7 +87,10 @@ class Support:
 
 
 def _src(table: dict[str, Any], row: int | None) -> str:
-    return f"{table.get('source', '?')}:{row}" if row else table.get("source", "?")
+    """The citation of a table row: the published document's URL with the row's line anchor, when
+    the table's rows are lines of that document (``row_anchor``), else the source alone."""
+    src, anchor = table.get("source", "?"), table.get("row_anchor")
+    return f"{src}{anchor}{row}" if row and anchor else src
 
 
 @functools.cache
@@ -359,7 +362,8 @@ def fused_rewrite(target: Target, node: Node, entry: dict[str, Any]) -> Rewrite:
 
 def _fused_source(target: Target, entry: dict[str, Any]) -> str:
     fused = target.data("fused") or {}
-    return f"{fused.get('source', 'contrib-fused.toml')}:{entry.get('row')}"
+    op = next((k for k, v in fused.get("ops", {}).items() if v is entry), "?")
+    return f"{fused.get('source', 'contrib-fused.toml')} [ops.{op}]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,7 +531,7 @@ def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None,
     src = _src(table, entry.get("row"))
     kind, detail, since = verdict
     if kind == "fp16":
-        return [Issue(DTYPE, Severity.WARNING, f"({node.op_type}-{since}) has no float16 CPU kernel: {title} runs it "
+        return [Issue(DTYPE, Severity.INFO, f"({node.op_type}-{since}) has no float16 CPU kernel: {title} runs it "
                                                f"in float32 between inserted Casts", "dtype:float16", src)]
     schema = entry["schemas"].get(str(since)) or {}
     if schema.get("function") and model is not None:
@@ -648,6 +652,11 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
             raw = schema.get_function_with_opset_version(opset)
             fn = onnx.FunctionProto.FromString(raw) if isinstance(raw, bytes) else (raw or schema.function_body)
         fn.domain, fn.name = "graphlint.inline", node.op_type
+        # The body onnx returns for this opset may still declare the opset its function was first
+        # defined at (HardSwish-14's at 18); onnx's inliner skips a call whose opsets disagree with
+        # the model's, while ORT expands it at the model's opset.
+        del fn.opset_import[:]
+        fn.opset_import.extend(proto.opset_import)
         call = helper.make_node(node.op_type, list(np_.input), list(np_.output), domain="graphlint.inline")
         call.attribute.extend(np_.attribute)
         inputs = [helper.make_tensor_value_info(v.name, dtypes.ONNX_ENUM.get(v.dtype or "", 0), None)
@@ -796,6 +805,9 @@ def emit(ctx: Any, category: str) -> list[Any]:
     for node, issue in sup.by_category(category):
         props = {"constraint": issue.constraint, "source": issue.source, "domain": node.domain,
                  "opset": node.opset, **{k: v for k, v in issue.extra.items() if k != "value"}}
+        if issue.rejects:  # the severity contract (docs/severity.md): the table entry that decides
+            key = node.op_type if sup.table.startswith("support/trt") else f"{node.domain}/{node.op_type}"
+            props["basis"] = f"support-table:rules/data/{sup.table}#{key}"
         value = issue.extra.get("value")
         out.append(ctx.finding(node, message(node, issue), severity=issue.severity, rewrite=issue.rewrite,
                                value=value, **props))

@@ -264,9 +264,10 @@ def remove_node(graph: onnx.GraphProto, node: onnx.NodeProto) -> None:
     del graph.node[index_of(graph, node)]
 
 
-def topo_sort(graph: onnx.GraphProto) -> None:
-    """Reorder graph.node topologically (stable), after passes that insert nodes out of order."""
-    avail = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+def topo_sort(graph: onnx.GraphProto, outer: Iterable[str] = ()) -> None:
+    """Reorder graph.node topologically (stable), after passes that insert nodes out of order;
+    ``outer``: the names a subgraph sees from its enclosing graphs."""
+    avail = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""} | set(outer)
     pending = list(graph.node)
     ordered: list[onnx.NodeProto] = []
     outer_cache: dict[int, set[str]] = {}

@@ -37,7 +37,7 @@ class Run:
         return c
 
 
-def render(run: Run, fmt: str, *, color: bool = False) -> str:
+def render(run: Run, fmt: str, *, color: bool = False, show_info: bool = False) -> str:
     # The models' IR (millions of objects) is still alive here. With the cyclic collector on,
     # the hundreds of thousands of dicts a JSON/SARIF report builds trigger collections that
     # rescan all of that IR and free nothing (seconds on a 100k-node model); reports hold no
@@ -45,13 +45,13 @@ def render(run: Run, fmt: str, *, color: bool = False) -> str:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _render(run, fmt, color=color)
+        return _render(run, fmt, color=color, show_info=show_info)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _render(run: Run, fmt: str, *, color: bool) -> str:
+def _render(run: Run, fmt: str, *, color: bool, show_info: bool = False) -> str:
     if fmt == "json":
         from graphlint.report.json_report import render_json
 
@@ -66,7 +66,7 @@ def _render(run: Run, fmt: str, *, color: bool) -> str:
         return render_github(run)
     from graphlint.report.text import render_text
 
-    return render_text(run, color=color)
+    return render_text(run, color=color, show_info=show_info)
 
 
 SEVERITY_ORDER = [Severity.ERROR, Severity.WARNING, Severity.INFO]
