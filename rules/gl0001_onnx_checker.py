@@ -168,7 +168,7 @@ def _checker_complaints(model: Model, ctx: RuleContext) -> Iterator[_Complaint]:
 
 
 def _topology(graph: Graph) -> Iterator[_Complaint]:
-    """Inputs nothing produced before use (onnx requires topological order) and SSA violations."""
+    """Inputs nothing produced before use (onnx requires topological order), cycles, SSA violations."""
     inputs = {v.name for v in graph.inputs}
     known = inputs | {v.name for v in graph.values.values() if v.const is not None}
     outer = graph.owner
@@ -176,10 +176,18 @@ def _topology(graph: Graph) -> Iterator[_Complaint]:
         known |= set(outer.graph.values)
         outer = outer.graph.owner
     produced: set[str] = set()
+    stuck: set[Node] | None = None  # nodes no order can place (on or behind a cycle), found on demand
     for node in graph.nodes:
         for v in node.inputs:
             if v is not None and v.name not in known and v.name not in produced:
                 if v.producer is not None:
+                    if stuck is None:
+                        stuck = _unplaceable(graph, known)
+                    if node in stuck and v.producer in stuck:
+                        yield _Complaint(node, v.name, f"{quote_node(node)} reads {quote(v.name)}, which node "
+                                                       f"{quote(v.producer.label)} produces on a cycle through it.",
+                                         "topology:cycle")
+                        continue
                     yield _Complaint(node, v.name, f"{quote_node(node)} reads {quote(v.name)}, which the later node "
                                                    f"{quote(v.producer.label)} produces.", "topology:unsorted")
                 else:
@@ -190,6 +198,29 @@ def _topology(graph: Graph) -> Iterator[_Complaint]:
                 yield _Complaint(node, v.name, f"{quote_node(node)} output {quote(v.name)} is assigned more than once "
                                                "(ONNX graphs are SSA).", "topology:duplicate")
             produced.add(v.name)
+
+
+def _unplaceable(graph: Graph, known: set[str]) -> set[Node]:
+    """Nodes of ``graph`` that no topological order can place: those on a cycle and those after one."""
+    avail = set(known) | {""}
+    waiting: dict[str, list[Node]] = {}
+    missing: dict[Node, int] = {}
+    ready: list[Node] = []
+    for node in graph.nodes:
+        need = {v.name for v in node.inputs if v is not None and v.name not in avail and v.producer is not None}
+        missing[node] = len(need)
+        for name in need:
+            waiting.setdefault(name, []).append(node)
+        if not need:
+            ready.append(node)
+    while ready:
+        node = ready.pop()
+        for v in node.outputs:
+            for other in waiting.pop(v.name, ()):
+                missing[other] -= 1
+                if missing[other] == 0:
+                    ready.append(other)
+    return {n for n, k in missing.items() if k > 0}
 
 
 def _verdict(entry: dict[str, Any], ctx: RuleContext) -> str | None:

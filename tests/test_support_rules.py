@@ -213,3 +213,23 @@ def test_partition_islands_stats_json_and_sarif(tmp_path, sarif_validator):
     sarif_validator(sarif)
     gl110 = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GL1010"]
     assert len(gl110) == 2 and gl110[0]["properties"]["node"] == "bern"
+
+
+def test_function_op_newer_than_its_body_is_inlined_like_ort_does(tmp_path):
+    """HardSwish-14 has no ORT CPU kernel; ORT inlines its function body. In an opset-18 model (what
+    the dynamo exporter writes) the body onnx returns still declares opset 14, which onnx's inliner
+    would skip: the table check must expand it at the model's opset, as ORT does."""
+    import glob
+
+    from testmodels.fp_classes import models
+
+    path = glob.glob(os.path.join(models(), "hardswish18.onnx"))[0]
+    m = onnx.load(path)
+    assert m.opset_import[0].version == 18 and "HardSwish" in {n.op_type for n in m.graph.node}
+    assert ort_loads(m)
+    res = lint_paths([path], LintOptions(targets=["ort"], select=["GL1"]))
+    assert not errors(res.results[0])
+    # the same on a one-node opset-18 graph (the body's HardSigmoid and Mul have float kernels)
+    m18 = _model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")], [_vi("x", F, [2])], [_vi("y", F, [2])],
+                 opset=18)
+    assert ort_loads(m18) and not errors(lint(tmp_path, m18, "ort"))

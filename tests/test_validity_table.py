@@ -258,3 +258,13 @@ def _run_file(path: str, engine: str) -> None:
             core.compile_model(core.read_model(path), "CPU")
     except Exception as e:
         raise EngineError(str(e)) from None
+
+
+def test_cycle_is_rejected(tmp_path):
+    m = _model([helper.make_node("Relu", ["b"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["b"], name="n2"),
+                helper.make_node("Add", ["x", "a"], ["y"], name="add")], [_vi("x")], [_vi("y")])
+    assert_follows_table(m, tmp_path, "cycle")
+    # out of order but acyclic is the tolerated class, not this one
+    sortable = _model([helper.make_node("Relu", ["a"], ["y"]), helper.make_node("Neg", ["x"], ["a"])], [_vi("x")],
+                      [_vi("y")])
+    assert {f.properties["complaint"] for f in gl0001(sortable, tmp_path, "ort")} == {"unsorted"}
