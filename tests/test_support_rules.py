@@ -233,3 +233,16 @@ def test_function_op_newer_than_its_body_is_inlined_like_ort_does(tmp_path):
     m18 = _model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")], [_vi("x", F, [2])], [_vi("y", F, [2])],
                  opset=18)
     assert ort_loads(m18) and not errors(lint(tmp_path, m18, "ort"))
+
+
+@pytest.mark.parametrize(("op", "opset", "runs"), [("Swish", 24, True), ("Swish", 25, False), ("Swish", 26, False),
+                                                   ("HardSwish", 26, True), ("Mish", 26, True)])
+def test_ort_inlines_a_function_body_only_where_its_ops_are_unchanged(tmp_path, op, opset, runs):
+    """Swish-24's body (Constant, CastLike) is written for opset 24; both ops changed at 25, and ORT
+    then finds no implementation for Swish(24). HardSwish's and Mish's bodies are the same at 26."""
+    m = _model([helper.make_node(op, ["x"], ["y"], name="act")], [_vi("x", F, [2])], [_vi("y", F, [2])], opset=opset)
+    assert ort_loads(m) == runs
+    errs = errors(lint(tmp_path, m, "ort"))
+    assert bool(errs) == (not runs)
+    if errs:
+        assert "does not inline its function body" in errs[0].message and "CastLike" in errs[0].message

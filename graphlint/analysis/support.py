@@ -537,6 +537,10 @@ def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None,
     if schema.get("function") and model is not None:
         # No kernel: ORT inlines the op's function body (once; ops in it must have kernels).
         body = _ort_function_body(node, model, opset)
+        if isinstance(body, str):  # ORT does not inline a body written for other versions of its ops
+            return [Issue(cat, Severity.ERROR, f"({node.op_type}-{since} at opset {opset}) {detail}; {title} does "
+                                               f"not inline its function body: {body}", "function-opset", src,
+                          rewrite=rw)]
         if body is not None:
             graph_ops = table.get("graph_ops", {})
             for sub in body:
@@ -624,8 +628,9 @@ class _BodyNode:
         self.op_type, self.domain, self.opset, self.inputs, self.outputs = op_type, domain, opset, inputs, outputs
 
 
-def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] | None:
-    """The nodes ORT gets when it inlines ``node``'s schema function, with inferred element types."""
+def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] | str | None:
+    """The nodes ORT gets when it inlines ``node``'s schema function, with inferred element types;
+    a reason (str) when ORT does not inline it; None when the body cannot be built here."""
     import onnx
     import onnx.defs
     import onnx.inliner
@@ -652,9 +657,13 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
             raw = schema.get_function_with_opset_version(opset)
             fn = onnx.FunctionProto.FromString(raw) if isinstance(raw, bytes) else (raw or schema.function_body)
         fn.domain, fn.name = "graphlint.inline", node.op_type
-        # The body onnx returns for this opset may still declare the opset its function was first
-        # defined at (HardSwish-14's at 18); onnx's inliner skips a call whose opsets disagree with
-        # the model's, while ORT expands it at the model's opset.
+        # The body onnx returns for this opset may declare an older one, the opset its function
+        # was written for (HardSwish-14's at opset 18). ORT inlines it when every op of the body
+        # has the same schema at both (HardSwish at 18 runs) and not otherwise (Swish-24 at 25:
+        # Constant and CastLike changed at 25; "Could not find an implementation for Swish(24)").
+        changed = _changed_since(fn, opset)
+        if changed:
+            return changed
         del fn.opset_import[:]
         fn.opset_import.extend(proto.opset_import)
         call = helper.make_node(node.op_type, list(np_.input), list(np_.output), domain="graphlint.inline")
@@ -674,6 +683,25 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
     return [_BodyNode(n.op_type, n.domain or ONNX_DOMAIN, versions.get(n.domain or ONNX_DOMAIN, opset),
                       [_BodyValue(i, types_of.get(i)) for i in n.input],
                       [_BodyValue(o, types_of.get(o)) for o in n.output]) for n in m.graph.node]
+
+
+def _changed_since(fn: Any, opset: int) -> str:
+    """Why a function body written for an older opset is not the same body at ``opset`` (its ops
+    have other schema versions there), or "" when it is."""
+
+    written = next((o.version for o in fn.opset_import if o.domain in ("", ONNX_DOMAIN)), opset)
+    if written == opset:
+        return ""
+    changed = sorted({n.op_type for n in fn.node if n.domain in ("", ONNX_DOMAIN)
+                      and _since(n.op_type, written) != _since(n.op_type, opset)})
+    if not changed:
+        return ""
+    return f"the body is written for opset {written} and its {', '.join(changed)} changed since"
+
+
+def _since(op: str, opset: int) -> int | None:
+    schema = _onnx_schema(op, opset, ONNX_DOMAIN)
+    return schema.since_version if schema is not None else None
 
 
 def _bind(node: Node, schema: dict[str, Any] | None) -> dict[str, str]:
