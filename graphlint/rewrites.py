@@ -81,6 +81,15 @@ CATALOGUE: dict[str, RewriteSpec] = {
         RewriteSpec("set-layout", True, "Set an OpenVINO input/output layout (PrePostProcessor / rt_info).",
                     ("value", "layout")),
         RewriteSpec("remove-dead-nodes", True, "Remove nodes whose outputs reach no graph output.", ("nodes",)),
+        RewriteSpec("fold-quantized-constant", True,
+                    "Store a constant that a QuantizeLinear quantizes at run time as its quantized initializer "
+                    "(the Q computed once; results unchanged).", ("nodes",)),
+        RewriteSpec("relu-before-clamping-q", True,
+                    "Put a Relu in front of a QuantizeLinear whose range clamps at 0 (an engine that strips the Q "
+                    "keeps the clamp; results unchanged).", ("nodes",)),
+        RewriteSpec("dequantize-dynamic", False,
+                    "Replace DynamicQuantizeLinear + MatMulInteger/ConvInteger with float MatMul/Conv on the "
+                    "dequantized weights (removes the activation quantization on purpose).", ("nodes",)),
         RewriteSpec("fold-transpose-pairs", True, "Remove Transpose pairs that cancel around layout-agnostic ops.",
                     ("nodes",)),
     ]

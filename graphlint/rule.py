@@ -41,6 +41,7 @@ FAMILIES = {
     "GL3": "dynamic-shapes",
     "GL4": "input-contract",
     "GL5": "layout",
+    "GL7": "quantization",
     "GL9": "tool",
 }
 

@@ -83,6 +83,9 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "trt-plugin": "a TensorRT plugin cannot be built or verified here; fix applies unfuse-contrib instead",
     "pad-to-multiple": "padding a sequence input changes the interface and every output's shape; do it in the "
                        "tokenizer (pad_to_multiple_of) or bucket lengths",
+    "dequantize-dynamic": "not built yet: rebuilding float MatMul/Conv from DynamicQuantizeLinear + MatMulInteger "
+                          "needs a verification with a tolerance the fix runner does not have; re-export the float "
+                          "model or quantize statically (GL7001/GL7009 quote the call)",
     "keep-fp32": "ONNX has no per-node precision field; pin precision at engine build (trtexec --layerPrecisions, "
                  "OpenVINO rt_info disable_fp16_compression)",
 }
