@@ -113,11 +113,13 @@ def test_every_error_on_the_test_models_has_a_basis(tmp_path):
     from testmodels.export_drift import exports
     from testmodels.export_multimodal import models as multimodal
     from testmodels.fp_classes import models as fp_classes
+    from testmodels.quantized import models as quantized
     from tests import test_validity_table as broken
     from tests.models import contrib_model, save, two_bad_nodes
 
     paths = sorted(glob.glob(os.path.join(fp_classes(), "*.onnx")) + glob.glob(os.path.join(exports(), "*.onnx"))
-                   + glob.glob(os.path.join(multimodal(), "*.onnx")) + glob.glob(os.path.join(multimodal(), "*.xml")))
+                   + glob.glob(os.path.join(multimodal(), "*.onnx")) + glob.glob(os.path.join(multimodal(), "*.xml"))
+                   + glob.glob(os.path.join(quantized(), "*.onnx")))
     paths.append(os.path.join(ROOT, "testmodels", "examples", "tiny_vlm.onnx"))
     paths += [save(two_bad_nodes(), str(tmp_path), "two_bad.onnx"), save(contrib_model(), str(tmp_path), "c.onnx")]
     helper, vi = broken.helper, broken._vi
@@ -134,7 +136,7 @@ def test_every_error_on_the_test_models_has_a_basis(tmp_path):
     assert not check(findings), "\n".join(check(findings)[:20])
     errors = {f.rule_id for f in findings if f.severity >= Severity.ERROR}
     # the check saw errors of the families that emit them, on real and broken models alike
-    assert {"GL0001", "GL1002", "GL2003", "GL3002", "GL3007"} <= errors, errors
+    assert {"GL0001", "GL1002", "GL2003", "GL3002", "GL3007", "GL7002", "GL7003"} <= errors, errors
     assert any(f.properties.get("unknown") for f in findings)  # and guesses, kept below error
 
 
