@@ -71,6 +71,8 @@ class OnnxChecker(Rule):
         spec_only: dict[str, list[_Complaint]] = {}
         for c in complaints:
             entry = classify(c.key, unsorted)
+            if entry is not None and entry.get("owner"):
+                continue  # another rule reports it, with what it means (external data: GL0005)
             verdict = _verdict(entry, ctx) if entry else None
             if entry is None or verdict is None:
                 yield _unknown(ctx, c, entry)
