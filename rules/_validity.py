@@ -35,6 +35,11 @@ def fact(cid: str) -> dict[str, Any]:
     return next(e for e in table()["complaint"] if e["id"] == cid)
 
 
+def for_op(op_type: str) -> dict[str, Any] | None:
+    """The shape-contract class for an op whose engines hold its shape rules differently, if any."""
+    return next((e for e in table()["complaint"] if op_type in e.get("ops", ())), None)
+
+
 def classify(key: str, unsorted: bool = False) -> dict[str, Any] | None:
     """The complaint class a checker / inference message belongs to, or None (not recorded).
 

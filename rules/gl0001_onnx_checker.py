@@ -65,6 +65,8 @@ class OnnxChecker(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         complaints = [c for c in self._complaints(ctx) if not _owned_by_gl2002(c)]
         unsorted = any(c.key == "topology:unsorted" for c in complaints)
+        if any((classify(c.key) or {}).get("id") == "type-conflict" for c in complaints):
+            complaints.extend(_types_behind_declarations(ctx.model))
         # graphlint's own checks first: a group's first complaint is the one its finding shows
         complaints.sort(key=lambda c: not c.key.startswith("topology:"))
         errors: dict[str, list[_Complaint]] = {}
@@ -200,6 +202,26 @@ def _topology(graph: Graph) -> Iterator[_Complaint]:
                 yield _Complaint(node, v.name, f"{quote_node(node)} output {quote(v.name)} is assigned more than once "
                                                "(ONNX graphs are SSA).", "topology:duplicate")
             produced.add(v.name)
+
+
+def _types_behind_declarations(model: Model) -> list[_Complaint]:
+    """Declared element types that disagree with the inferred ones can hide a real type mismatch:
+    a float16 converter that leaves a Cast to float in place and declares its output float16. Infer
+    again with the declared intermediate types set aside; what still fails is the graph's own."""
+    from onnx import shape_inference
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model.proto)
+    del proto.graph.value_info[:]
+    try:
+        shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+        return []
+    except Exception as e:
+        text = _clean(e)
+    if "inconsistent type" not in text and "TypeInferenceError" not in text:
+        return []
+    return [_Complaint(None, None, f"Set aside the declared value types and the graph's own types fail: {text}",
+                       f"types-without-value-info: {text}")]
 
 
 def _unplaceable(graph: Graph, known: set[str]) -> set[Node]:

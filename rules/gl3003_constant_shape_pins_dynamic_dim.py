@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint_rules import _contract as C
+from graphlint_rules._validity import TABLE, for_op
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.symbolic import Poly
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
+from graphlint.target import Target
 
 
 def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
@@ -20,6 +22,19 @@ def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
         return None
     n = rhs.value or 0
     return mono[0], (n // coef if coef and n % coef == 0 and n // coef > 0 else None)
+
+
+def _engine_contract(entry: dict, target: Target) -> tuple[Severity, dict, str]:
+    """Severity, contract properties and note for a shape rule the table records per engine."""
+    verdict = entry["verdict"].get(target.name)
+    if verdict in C.FAILING:
+        return Severity.ERROR, C.props(C.fact_basis(TABLE, entry["id"]), complaint=entry["id"]), ""
+    if verdict is None:
+        return (Severity.WARNING, C.props(unknown=["engine behaviour"], complaint=entry["id"]),
+                f" Whether {target.title} holds this is not recorded (engine behaviour unknown).")
+    note = " Spec-only: " + C.spec_only_note(entry["verdict"], target, entry.get("rejected_by", ()),
+                                             entry.get("engines", {}).get(target.name, ""))
+    return Severity.WARNING, C.props(complaint=entry["id"]), note
 
 
 class ConstantShapePinsDynamicDim(Rule):
@@ -57,6 +72,7 @@ class ConstantShapePinsDynamicDim(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
+        seen_contracts: set[tuple[str, str]] = set()
         for e in facts.events:
             if e.kind == "fold" and input_symbols(facts, e.a):
                 n = e.node
@@ -86,21 +102,30 @@ class ConstantShapePinsDynamicDim(Rule):
                 what = f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
             else:
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
+            # A non-constant expression of the input dims equals a constant only at some of their
+            # values: at the others (legal, since the inputs declare them dynamic) the node fails.
             contract = C.props(C.document_basis(C.onnx_operator(n.op_type)))
-            if sol is None:  # which values work is not worked out: not shown to fail for the values fed
-                tail = ("so it only works for some values of the declared dynamic dim (which ones is unknown: "
-                        "graphlint could not solve for them)")
+            if sol is None:
+                tail = (f"it holds only where {sym_side} = {const_side}, so the node fails at run time for the other "
+                        "values the inputs declare legal")
                 pinned = None
-                contract = C.props(unknown=["value"])
             elif sol[1] is None:
                 tail = f"no value of '{sol[0]}' satisfies that, so the node can never run"
                 pinned = None
             else:
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
+            severity, note = self.severity, ""
+            entry = for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
+            if entry is not None:
+                severity, contract, note = _engine_contract(entry, ctx.target)
+                if severity < Severity.ERROR:  # spec-only or unknown: one finding per rule and dim
+                    if (entry["id"], str(sym_side)) in seen_contracts:
+                        continue
+                    seen_contracts.add((entry["id"], str(sym_side)))
+                    tail = tail.replace("the model only runs", "the spec lets the model run only")
             yield ctx.finding(
                 n,
-                f"{quote_node(n)} {what}; {tail}.",
-                value=e.va, severity=C.capped(self.severity, contract.get("unknown")),
-                symbol=str(sym_side), pinned_value=pinned, **contract,
+                f"{quote_node(n)} {what}; {tail}.{note}",
+                value=e.va, severity=severity, symbol=str(sym_side), pinned_value=pinned, **contract,
             )

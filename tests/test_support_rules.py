@@ -246,3 +246,20 @@ def test_ort_inlines_a_function_body_only_where_its_ops_are_unchanged(tmp_path, 
     assert bool(errs) == (not runs)
     if errs:
         assert "does not inline its function body" in errs[0].message and "CastLike" in errs[0].message
+
+
+def test_model_local_functions_run_in_ort_but_not_openvino(tmp_path):
+    """onnxscript writes helper functions as model-local functions; ONNX Runtime inlines them,
+    OpenVINO 2026.4's frontend has no conversion rule for the call (its table records the probe)."""
+    fn = helper.make_function("corpus.local", "gated", ["x"], ["y"],
+                              [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+                              [helper.make_opsetid("", 18)])
+    g = helper.make_graph([helper.make_node("gated", ["x"], ["y"], domain="corpus.local", name="call")], "g",
+                          [_vi("x", F, [2])], [_vi("y", F, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("corpus.local", 1)],
+                          functions=[fn], ir_version=10)
+    assert ort_loads(m) and not ov_compiles(m, tmp_path)
+    assert not errors(lint(tmp_path, m, "ort"))
+    (f,) = errors(lint(tmp_path, m, "openvino"), "GL1001")
+    assert f.node == "call" and "model-local function" in f.message
+    assert f.properties["basis"] == "support-table:rules/data/support/openvino-2026.4.json#local_functions"

@@ -282,3 +282,46 @@ def test_external_data_is_left_to_gl0005(tmp_path):
     assert fact("external-data-location")["owner"] == "GL0005"
     for target in ("ort", "openvino", "trt"):
         assert lint(path, target, "GL0") == []
+
+
+def test_declared_types_hiding_a_type_mismatch(tmp_path):
+    """A float16 conversion that leaves a Cast to float in place but declares its output float16:
+    strict inference only sees the declared-vs-inferred conflict, yet the Mul behind it gets a float
+    and a float16 input, which both engines refuse (the type-conflict class alone OpenVINO ignores)."""
+    w = numpy_helper.from_array(np.ones((2, 3), np.float16), "w")
+    m = _model([helper.make_node("Cast", ["x"], ["a"], to=T.FLOAT), helper.make_node("Mul", ["a", "w"], ["y"])],
+               [_vi("x", T.FLOAT16)], [_vi("y", T.FLOAT16)], value_info=[_vi("a", T.FLOAT16)], inits=[w])
+    assert engines(m) == {"ort": False, "openvino": False}
+    assert_follows_table(m, tmp_path, "inconsistent-types")
+    # the declared type alone (the Cast's output feeds nothing that cares): OpenVINO runs it
+    ok = _model([helper.make_node("Cast", ["x"], ["a"], to=T.FLOAT), helper.make_node("Neg", ["a"], ["y"])],
+                [_vi("x", T.FLOAT16)], [_vi("y")], value_info=[_vi("a", T.FLOAT16)])
+    assert engines(ok) == {"ort": False, "openvino": True}
+    assert {f.properties["complaint"] for f in gl0001(ok, tmp_path, "openvino")} == {"type-conflict"}
+
+
+def test_rotary_cache_batch_is_held_by_onnxruntime_only(tmp_path):
+    """RotaryEmbedding-23 without position_ids: the caches must have x's batch. torch's dynamo
+    exporter builds them for batch 1 (llama); onnxruntime fails at batch 2, OpenVINO broadcasts."""
+    from testmodels.export_drift import run_ort as ort_run
+
+    x = helper.make_tensor_value_info("x", T.FLOAT, ["batch", 2, "seq", 8])
+    caches = [helper.make_tensor_value_info(n, T.FLOAT, [1, "seq", 4]) for n in ("c", "s")]
+    m = helper.make_model(helper.make_graph([helper.make_node("RotaryEmbedding", ["x", "c", "s"], ["y"], name="rope")],
+                                            "g", [x, *caches], [helper.make_tensor_value_info("y", T.FLOAT, None)]),
+                          opset_imports=[helper.make_opsetid("", 23)], ir_version=10)
+    for batch, ok in ((1, True), (2, False)):
+        feeds = {"x": np.ones((batch, 2, 3, 8), np.float32), "c": np.ones((1, 3, 4), np.float32),
+                 "s": np.zeros((1, 3, 4), np.float32)}
+        if ok:
+            ort_run(m, feeds)
+        else:
+            with pytest.raises(EngineError, match="cos_cache"):
+                ort_run(m, feeds)
+        run_openvino(m, feeds)  # OpenVINO runs both
+    path = save(m, str(tmp_path), "rope.onnx")
+    (err,) = lint(path, "ort", "GL3003")
+    assert err.severity.label == "error" and err.properties["pinned_value"] == 1
+    assert err.properties["basis"] == "engine-fact:rules/data/validity.toml#rotary-cache-shape"
+    (warn,) = lint(path, "openvino", "GL3003")
+    assert warn.severity.label == "warning" and "Spec-only" in warn.message

@@ -537,7 +537,8 @@ def broadcast(p: _Pass, node: Node, vals: list[Value | None], shapes: list[SShap
 
 
 # Ops whose handler records events (dims that must agree): always run, even when inference knows the output.
-CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm", "Concat", "Reshape", "Expand"})
+CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm", "Concat", "Reshape", "Expand",
+                     "RotaryEmbedding"})
 
 
 @handles(*BROADCAST)
@@ -922,8 +923,18 @@ def _conv(node: Node, p: _Pass) -> list[SShape]:
         elif strides[i] == 1:
             out.append(span + ONE)
         else:
-            out.append(None)
+            exact = span.div_exact(Poly.const(strides[i]))
+            out.append((exact if exact is not None else _derived(p, f"({span})//{strides[i]}", span)) + ONE)
     return [tuple(out)]
+
+
+def _derived(p: _Pass, name: str, base: Poly) -> Poly:
+    """A symbol for an input-dim expression polynomials cannot hold (a floor division): it stands
+    for the same input dims as ``base``, so constraints on it still name them (a strided patch
+    embedding whose patch count a constant position table pins)."""
+    if name not in p.f.origins:
+        p.f.origins[name] = [o for s in sorted(base.symbols) for o in p.f.origins.get(s, ())]
+    return Poly.sym(name)
 
 
 @handles("Pad")
@@ -939,6 +950,24 @@ def _pad(node: Node, p: _Pass) -> list[SShape]:
         pads = [int(x) for x in a]
     n = len(s)
     return [tuple(None if d is None else d + Poly.const(pads[i] + pads[i + n]) for i, d in enumerate(s))]
+
+
+@handles("RotaryEmbedding")
+def _rotary(node: Node, p: _Pass) -> list[SShape]:
+    """ONNX RotaryEmbedding-23: without position_ids, cos_cache and sin_cache are (batch, sequence,
+    rotary_dim/2) of x itself; the spec does not broadcast them (a cache built for batch 1 fails
+    at batch 2 in onnxruntime)."""
+    x = p.shape(node.input(0))
+    if node.domain != ONNX_DOMAIN or x is None or len(x) not in (3, 4):
+        return [x]
+    if node.input(3) is None:
+        batch, seq = x[0], x[2] if len(x) == 4 else x[1]
+        for i in (1, 2):
+            cache = p.shape(node.input(i))
+            if cache is not None and len(cache) == 3:
+                p.agree(node, batch, cache[0], node.input(0), node.input(i), 0, broadcast=False)
+                p.agree(node, seq, cache[1], node.input(0), node.input(i), 1, broadcast=False)
+    return [x]
 
 
 @handles("Attention")

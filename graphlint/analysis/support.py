@@ -149,6 +149,29 @@ def is_constant(v: Value, *, initializer_only: bool = False, depth: int = 8) -> 
     return all(i is None or is_constant(i, depth=depth - 1) for i in p.inputs) and not p.subgraphs
 
 
+def from_run_time(v: Value) -> bool:
+    """Whether a value depends on a graph input (or a random op, or an If/Loop/Scan output): no
+    build-time constant folding can resolve it. Values computed from constants alone do not."""
+    stack, seen = [v], set()
+    while stack:
+        cur = stack.pop()
+        if id(cur) in seen or cur.const is not None:
+            continue
+        seen.add(id(cur))
+        p = cur.producer
+        if p is None:
+            if cur.is_input or cur.graph.owner is not None:  # a graph input, or a name from an outer scope
+                return True
+            continue
+        if p.subgraphs or p.op_type in _RANDOM:
+            return True
+        stack.extend(i for i in p.inputs if i is not None and i.name)
+    return False
+
+
+_RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
+
+
 def _in(node: Node, i: int) -> Value | None:
     v = node.input(i)
     return v if v is not None and v.name else None
@@ -170,9 +193,11 @@ def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str
             continue
         reason, name = res
         sev = Severity.parse(c.get("severity", "error"))
-        text = c.get("text", "")
-        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source),
-                         extra={"constraint_text": text} if text else {}))
+        extra: dict[str, Any] = {"constraint_text": c["text"]} if c.get("text") else {}
+        if name.startswith("unknown:"):  # a premise the check could not settle: never an error
+            name, sev = name[len("unknown:"):], min(sev, Severity.WARNING)
+            extra["unknown"] = ["value"]
+        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source), extra=extra))
     return out
 
 
@@ -222,7 +247,12 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
             name = _input_name(node, i)
             if not is_constant(v, initializer_only=init_only):
                 what = "an initializer" if init_only else "a build-time constant"
-                return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
+                if from_run_time(v):
+                    return (f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}")
+                # from constants alone, through a chain the check does not follow: whether the engine
+                # folds it first is not known, so the caller keeps this below error
+                return (f"input {name} ('{v.name}') is computed from constants by other nodes; it must be {what}, "
+                        "and whether the engine folds it first is unknown", f"unknown:input:{name}")
             if "values" in c:
                 val = const_value(v)
                 if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
@@ -737,6 +767,10 @@ def _combo_ok(combo: dict[str, list[str]], binding: dict[str, str]) -> bool:
 
 
 def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
+    if model is not None and model.functions and (node.domain, node.op_type) in model.functions:
+        return [Issue(UNSUPPORTED, Severity.ERROR, f"calls a model-local function, which {target.title}'s ONNX "
+                                                   f"frontend does not expand (no conversion rule for "
+                                                   f"{node.domain}.{node.op_type})", "function", table["source"])]
     dom = table["domains"].get(node.domain)
     entry = dom.get(node.op_type) if dom else None
     opset = int(node.opset) if isinstance(node.opset, int) else 1
@@ -815,9 +849,10 @@ def support(model: Model, target: Target) -> Support:
     memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
     # A model-local function call is not evaluated: engines inline the body, whose nodes are.
     nodes = node_list(model)
+    inlined = functions if table.get("local_functions", True) else {}  # OpenVINO 2026.4 expands none
     if functions or not all(map(ONNX.__eq__, map(_DIALECT, nodes))):  # (at C speed: the usual case)
         nodes = [node for node in nodes if node.dialect == ONNX
-                 and not (functions and (node.domain, node.op_type) in functions)]
+                 and not (inlined and (node.domain, node.op_type) in inlined)]
     screen = SCREENS.get(kind)
     for node in nodes if screen is None else screen(nodes, table, memo):
         found = fn(node, target, table, model, memo)
@@ -834,7 +869,8 @@ def emit(ctx: Any, category: str) -> list[Any]:
         props = {"constraint": issue.constraint, "source": issue.source, "domain": node.domain,
                  "opset": node.opset, **{k: v for k, v in issue.extra.items() if k != "value"}}
         if issue.rejects:  # the severity contract (docs/severity.md): the table entry that decides
-            key = node.op_type if sup.table.startswith("support/trt") else f"{node.domain}/{node.op_type}"
+            key = (node.op_type if sup.table.startswith("support/trt") else
+                   "local_functions" if issue.constraint == "function" else f"{node.domain}/{node.op_type}")
             props["basis"] = f"support-table:rules/data/{sup.table}#{key}"
         value = issue.extra.get("value")
         out.append(ctx.finding(node, message(node, issue), severity=issue.severity, rewrite=issue.rewrite,

@@ -225,6 +225,19 @@ def _dtypes(core: ov.Core, folder: str) -> tuple[list[str], list[str]]:
     return ok, bad
 
 
+def _local_functions(core: ov.Core, folder: str) -> bool:
+    """Whether a call of a model-local function (its body: Sigmoid, Mul) converts."""
+    fn = helper.make_function("local.probe", "gated", ["x"], ["y"],
+                              [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+                              [helper.make_opsetid("", 18)])
+    g = helper.make_graph([helper.make_node("gated", ["x"], ["y"], domain="local.probe")], "t",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local.probe", 1)],
+                          functions=[fn], ir_version=10)
+    return _converts(core, m, folder)[1] == ""
+
+
 def _max_opset(core: ov.Core, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
@@ -253,6 +266,7 @@ def build(md: str) -> dict[str, Any]:
                  if schema.since_version > 1 and found[("ai.onnx", op)]["versions"]}
         ok_types, bad_types = _dtypes(core, folder)
         max_opset = _max_opset(core, folder)
+        local_functions = _local_functions(core, folder)
     domains: dict[str, dict[str, Any]] = defaultdict(dict)
     for (dom, op), f in sorted(found.items()):
         row = rows.get((dom, op))
@@ -288,6 +302,8 @@ def build(md: str) -> dict[str, Any]:
         # The CPU plugin cannot compile Parameters/Results of dynamic rank: sequence-typed graph
         # inputs and outputs ("doesn't support Parameter operation with dynamic rank").
         "io_refused_kinds": ["sequence_type"],
+        # Whether the frontend expands model-local functions (ModelProto.functions) into their bodies.
+        "local_functions": local_functions,
         "element_types": {"loadable": ok_types, "refused": bad_types},
         "domains": dict(domains),
     }
