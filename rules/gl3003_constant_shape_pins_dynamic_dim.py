@@ -44,9 +44,14 @@ class ConstantShapePinsDynamicDim(Rule):
     A Reshape or Expand to a constant target shape whose element count cannot equal the
     input's when a declared dynamic dim changes (e.g. input `[batch, 32]` reshaped to the
     constant `[2, 32]`), and ops that force a dynamic dim to agree with a constant one
-    (adding a `[7, 32]` constant to `[seq, 32]`). The finding says which value the dim is
-    pinned to. A warning when a constant leading dim plus `-1` folds the dynamic batch into
-    another axis (`x.reshape(1, -1, D)` on `[batch, n, D]`).
+    (adding a `[7, 32]` constant to `[seq, 32]`, or a position table of 17 rows to the patch
+    count a strided Conv makes of `[height, width]`). The finding says which value the dim is
+    pinned to. An error on named dims: the input declares them dynamic, and at their other
+    values the node fails. A warning when the dims are unnamed (exporters leave dims they were
+    not told about unnamed, so whether other values are meant is unknown), for shape rules the
+    target itself does not hold (RotaryEmbedding caches on OpenVINO, `rules/data/validity.toml`),
+    and when a constant leading dim plus `-1` folds the dynamic batch into another axis
+    (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
@@ -116,6 +121,11 @@ class ConstantShapePinsDynamicDim(Rule):
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
             severity, note = self.severity, ""
+            if all("?" in s for s in sym_side.symbols):
+                # The input leaves these dims unnamed (exporters do for any dim they were not told
+                # about): whether other values are meant to be fed is not known from the file.
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = " The input leaves the dim unnamed, so whether other values are meant is unknown."
             entry = for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
             if entry is not None:
                 severity, contract, note = _engine_contract(entry, ctx.target)

@@ -136,9 +136,22 @@ def const_value(v: Value | None) -> Any:
         return None
 
 
+def outer_value(v: Value) -> Value:
+    """The value a subgraph's reference to an enclosing graph's name stands for (else ``v``)."""
+    g = v.graph
+    while v.producer is None and v.const is None and not v.is_input and g.owner is not None:
+        g = g.owner.graph
+        found = g.values.get(v.name)
+        if found is None:
+            break
+        v = found
+    return v
+
+
 def is_constant(v: Value, *, initializer_only: bool = False, depth: int = 8) -> bool:
     """Initializer or Constant output; unless ``initializer_only``, also anything computed only
     from constants (what an engine's constant folding resolves at build time)."""
+    v = outer_value(v)
     if v.const is not None:
         return True
     if initializer_only or depth <= 0 or v.producer is None or v.is_input:
@@ -154,13 +167,13 @@ def from_run_time(v: Value) -> bool:
     build-time constant folding can resolve it. Values computed from constants alone do not."""
     stack, seen = [v], set()
     while stack:
-        cur = stack.pop()
+        cur = outer_value(stack.pop())
         if id(cur) in seen or cur.const is not None:
             continue
         seen.add(id(cur))
         p = cur.producer
         if p is None:
-            if cur.is_input or cur.graph.owner is not None:  # a graph input, or a name from an outer scope
+            if cur.is_input or cur.graph.owner is not None:  # a graph input, or a subgraph input
                 return True
             continue
         if p.subgraphs or p.op_type in _RANDOM:
