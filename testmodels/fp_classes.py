@@ -15,6 +15,11 @@ with fixed seeds; ONNX Runtime 1.32 and OpenVINO 2026.4 load and run every one o
   write an unknown dim (a declared shape that disagrees with the inferred one);
 * ``bert17.onnx``: a plain BERT export with dynamic batch and sequence (noise on every target).
 
+And one that is broken, to show the errors that remain are real:
+
+* ``broken_vit_dynhw.onnx``: the ViT export with height and width declared dynamic; its position
+  table has 17 rows (16 patches + CLS at 32x32), so any other size fails at run time.
+
 Run ``python -m testmodels.fp_classes OUTDIR`` or use :func:`models` (cached).
 """
 
@@ -64,6 +69,9 @@ def build(folder: str) -> None:
     m = onnx.load(raw[17])
     m.graph.output[0].type.tensor_type.shape.dim[1].dim_value = -1  # what converters write for "unknown"
     onnx.save(m, os.path.join(folder, "vit_dimneg.onnx"))
+    torch_export(_image_model(), (pix,), os.path.join(folder, "broken_vit_dynhw.onnx"), opset=17,
+                 input_names=["x"], output_names=["y"],
+                 dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}})
     os.remove(raw[13])
     os.remove(raw[17])
 
