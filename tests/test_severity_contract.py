@@ -149,9 +149,11 @@ def test_healthy_real_models_have_no_errors(target):
     from tests.test_validity_table import engines
 
     for p in sorted(glob.glob(os.path.join(fp_classes(), "*.onnx"))):
+        if os.path.basename(p).startswith("broken_"):
+            continue  # the broken twin: test_shapes_multimodal shows its error is real
         if target != "trt":
             assert engines(onnx.load(p)) == {"ort": True, "openvino": True}, p
-        if (target == "trt" and "ortopt" in p) or os.path.basename(p).startswith("broken_"):
+        elif "ortopt" in p:
             continue  # com.microsoft fused ops: the TensorRT parser has no importer for them (GL1002)
         errs = [f for f in lint_paths([p], LintOptions(targets=[target])).findings() if f.severity >= Severity.ERROR]
         assert errs == [], [f"{os.path.basename(p)}: {f.rule_id} {f.message[:200]}" for f in errs]
