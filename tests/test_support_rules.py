@@ -263,3 +263,51 @@ def test_model_local_functions_run_in_ort_but_not_openvino(tmp_path):
     (f,) = errors(lint(tmp_path, m, "openvino"), "GL1001")
     assert f.node == "call" and "model-local function" in f.message
     assert f.properties["basis"] == "support-table:rules/data/support/openvino-2026.4.json#local_functions"
+
+
+def _scan_model(outer_ref: bool):
+    """A cumulative-sum Scan whose body adds a main-graph value: an initializer, or with
+    ``outer_ref`` one computed by a node of the main graph."""
+    body_nodes = [helper.make_node("Add", ["s_in", "x_t"], ["s1"])]
+    body_nodes.append(helper.make_node("Add", ["s1", "shift" if outer_ref else "bias"], ["s_out"]))
+    body_nodes.append(helper.make_node("Identity", ["s_out"], ["y_t"]))
+    body = helper.make_graph(body_nodes, "body", [_vi("s_in", F, [2]), _vi("x_t", F, [2])],
+                             [_vi("s_out", F, [2]), _vi("y_t", F, [2])])
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1, name="scan")
+    return _model([helper.make_node("Neg", ["s0"], ["shift"]), scan], [_vi("s0", F, [2]), _vi("xs", F, [3, 2])],
+                  [_vi("s", F, [2]), _vi("ys", F, [3, 2])], inits=[numpy_helper.from_array(np.ones(2, np.float32), "bias")])
+
+
+def test_openvino_scan_body_must_not_read_the_enclosing_graph(tmp_path):
+    """OpenVINO's Scan translator counts a body's reads of the enclosing graph as missing node
+    inputs (scan.cpp: "Number of Scan node inputs ... is less than required"); ONNX Runtime runs it.
+    The expanded LinearAttention node tests (opset 27) are built this way."""
+    for outer in (False, True):
+        m = _scan_model(outer)
+        assert ort_loads(m) and ov_compiles(m, tmp_path) == (not outer)
+        errs = errors(lint(tmp_path, m, "openvino"), "GL1004")
+        assert [f.node for f in errs] == (["scan"] if outer else [])
+        assert not errors(lint(tmp_path, m, "ort"))
+
+
+def test_openvino_converts_untaken_branches_too(tmp_path):
+    """An If branch that splits a length-4 input into 5 parts never runs (ONNX Runtime is fine),
+    but OpenVINO's frontend converts both branches with their static shapes and refuses the Split
+    ("The split number is invalid"). The expanded AffineGrid node tests have such a 3-D branch."""
+    def branch(n: int, name: str):
+        outs = [f"{name}{i}" for i in range(n)]
+        return helper.make_graph([helper.make_node("Split", ["size"], outs, num_outputs=n)], name, [],
+                                 [_vi(outs[0], I64, [1])])
+    m = _model([helper.make_node("If", ["c"], ["first"], then_branch=branch(4, "t"), else_branch=branch(5, "e"),
+                                 name="if")],
+               [_vi("c", TensorProto.BOOL, []), _vi("size", I64, [4])], [_vi("first", I64, [1])], opset=18)
+    assert ort_loads(m) and not ov_compiles(m, tmp_path)
+    (f,) = errors(lint(tmp_path, m, "openvino"), "GL1004")
+    assert "static length 4 into num_outputs=5" in f.message and f.properties["basis"].endswith("#ai.onnx/Split")
+    # the frontend's chunking: ceil(length / n) each, the rest last; 7 into 3 converts, 6 into 4 does not
+    for length, n, ok in ((7, 3, True), (6, 4, False), (8, 4, True)):
+        outs = [f"o{i}" for i in range(n)]
+        split = _model([helper.make_node("Split", ["x"], outs, num_outputs=n, name="sp")], [_vi("x", I64, [length])],
+                       [_vi(o, I64, None) for o in outs], opset=18)
+        assert ov_compiles(split, tmp_path) == ok
+        assert bool(errors(lint(tmp_path, split, "openvino"), "GL1004")) == (not ok)

@@ -271,6 +271,23 @@ def _check_one(node: Node, c: dict[str, Any]) -> tuple[str, str] | None:
                 if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
                     return (f"input {name} is {bool(val.reshape(-1)[0])}; it must be {_fmt(c['values'])}",
                             f"input:{name}")
+    elif kind == "body_no_outer":  # the subgraph reads names of an enclosing graph (implicit inputs)
+        body = node.subgraphs.get(c["attr"])
+        outer = sorted({v.name for v in body.values.values() if v.producer is None and v.const is None
+                        and not v.is_input and v.consumers and outer_value(v).const is None}) if body else []
+        if outer:
+            return (f"has a {c['attr']} that reads {len(outer)} value(s) of the enclosing graph ('{outer[0]}'); "
+                    "the engine takes only the node's own inputs", f"attr:{c['attr']}")
+    elif kind == "split_outputs_fit":
+        n, x = _attr(node, "num_outputs"), _in(node, 0)
+        x = outer_value(x) if x is not None else None
+        axis = _attr(node, "axis") or 0
+        dims = x.shape if x is not None else None
+        if n and dims is not None and -len(dims) <= axis < len(dims) and isinstance(dims[axis], int):
+            length, chunk = dims[axis], -(-dims[axis] // n)
+            if length - chunk * (n - 1) <= 0:  # chunks of ceil(length / n) leave nothing for the last
+                return (f"splits an axis of static length {length} into num_outputs={n}, which leaves the last "
+                        f"of its chunks of {chunk} empty", "attr:num_outputs")
     elif kind == "zero_input":
         for i in c["inputs"]:
             v = _in(node, i)

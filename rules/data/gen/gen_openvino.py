@@ -89,6 +89,12 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
                     types=["float32"])],
         "Unsqueeze": [_c("const_input", "CPU plug-in doesn't support Unsqueeze operation with dynamic rank", _CPU,
                          inputs=[1])],
+        # The frontend converts every branch and body, taken or not, with their static shapes.
+        "Scan": [_c("body_no_outer", "Number of Scan node inputs is less than required based on body graph "
+                    "parameters (scan.cpp): a body that reads computed values of the enclosing graph (constants are "
+                    "fine)", _FE, attr="body")],
+        "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
+                     "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
                    "more than one element with keepdims=0)", _CPU, inputs=[1], when={"keepdims": 0}, allow_len=[1])]
            for op in ("ReduceSum", "ReduceLogSum")},
