@@ -93,24 +93,36 @@ def title(name: str) -> str:
     return t.profile.get("title", name)
 
 
+def _names(target: Target) -> dict[str, str]:
+    """Engine name -> the title messages use (the active target's own version for its engine)."""
+    return {n: target.title.split(" (")[0] if n == target.name else title(n) for n in ENGINES}
+
+
 def who(verdicts: Mapping[str, str], target: Target, tools: Iterable[str] = ()) -> tuple[list[str], list[str]]:
-    """(engines that tolerate, engines and tools that reject), the active target first when it is named."""
-    names = [target.name, *(e for e in ENGINES if e != target.name)]
-    label = {target.name: target.title.split(" (")[0]}
-    ok = [label.get(n) or title(n) for n in names if verdicts.get(n) == TOLERATES]
-    bad = [label.get(n) or title(n) for n in names if verdicts.get(n) in FAILING]
+    """(engines that tolerate, engines and tools that reject), in a fixed order: a finding every
+    target reports alike reads the same on each, so SARIF shows it once for all of them."""
+    label = _names(target)
+    ok = [label[n] for n in ENGINES if verdicts.get(n) == TOLERATES]
+    bad = [label[n] for n in ENGINES if verdicts.get(n) in FAILING]
     return ok, [*bad, *tools]
 
 
-def spec_only_note(verdicts: Mapping[str, str], target: Target, tools: Iterable[str], detail: str = "") -> str:
-    """The sentence a tolerated spec violation ends with: who runs it anyway and who refuses it."""
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def spec_only_note(verdicts: Mapping[str, str], target: Target, tools: Iterable[str]) -> str:
+    """The sentence a tolerated spec violation ends with: who runs it anyway and who refuses it.
+    What each engine does in detail goes in the finding's ``engines`` property."""
     ok, bad = who(verdicts, target, tools)
-    me = target.title.split(" (")[0]
-    text = f"{me} runs such a model" + (f" ({detail})" if detail else "")
-    others = [x for x in ok if x != me]
-    if others:
-        text += f"; {' and '.join(others)} {'does' if len(others) == 1 else 'do'} too"
-    return text + (f"; {', '.join(bad)} reject{'s' if len(bad) == 1 else ''} it" if bad else "") + "."
+    text = f"{_and(ok)} run{'s' if len(ok) == 1 else ''} such a model"
+    return text + (f"; {_and(bad)} reject{'s' if len(bad) == 1 else ''} it" if bad else "") + "."
+
+
+def rejected_note(verdicts: Mapping[str, str], target: Target) -> str:
+    """'<engines> reject(s) such a model', the same sentence on every target that fails."""
+    bad = who(verdicts, target)[1]
+    return f"{_and(bad)} reject{'s' if len(bad) == 1 else ''} such a model"
 
 
 def props(basis: str | None = None, unknown: Iterable[str] | None = None, **extra: Any) -> dict[str, Any]:

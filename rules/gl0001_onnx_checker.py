@@ -288,12 +288,11 @@ def _owned_by_gl2002(c: _Complaint) -> bool:
 
 # --- findings --------------------------------------------------------------------------------------
 def _error(ctx: RuleContext, c: _Complaint, entry: dict[str, Any]) -> Finding:
-    t = ctx.target
-    note = entry.get("engines", {}).get(t.name, "")
+    verdicts = _verdicts(entry, c.node, ctx.model)
     return ctx.finding(
-        c.node, f"{c.text[:-1]}; {t.title} rejects such a model" + (f" ({note})." if note else "."),
-        value=c.value,
-        **C.props(C.fact_basis(TABLE, entry["id"]), complaint=entry["id"], verdict=entry["verdict"][t.name]),
+        c.node, f"{c.text[:-1]}; {C.rejected_note(verdicts, ctx.target)}.", value=c.value, kind=entry["id"],
+        **C.props(C.fact_basis(TABLE, entry["id"]), complaint=entry["id"], verdict=entry["verdict"][ctx.target.name],
+                  engines=entry.get("engines")),
     )
 
 
@@ -301,9 +300,8 @@ def _tolerated(ctx: RuleContext, group: list[_Complaint], entry: dict[str, Any])
     t, first = ctx.target, group[0]
     verdicts = _verdicts(entry, first.node, ctx.model)
     more = f" ({len(group) - 1} more like it in this model)" if len(group) > 1 else ""
-    detail = entry.get("engines", {}).get(t.name, "")
     head = f"{first.text[:-1]}{more}: {entry['what']}."
-    note = C.spec_only_note(verdicts, t, entry.get("rejected_by", ()), detail)
+    note = C.spec_only_note(verdicts, t, entry.get("rejected_by", ()))
     if verdicts.get(t.name) != C.TOLERATES:  # support-table verdict: the table refuses the op itself
         note = f"{t.title} has no implementation of the op at this opset (GL1001 reports it)."
     rw = None
@@ -311,9 +309,10 @@ def _tolerated(ctx: RuleContext, group: list[_Complaint], entry: dict[str, Any])
         rw = D.rewrite(entry["rewrite"], None, description="Sort the nodes of every graph topologically.")
     return ctx.finding(
         first.node, f"{head} Spec-only: {note}", value=first.value, rewrite=rw, severity=Severity.WARNING,
-        **C.props(complaint=entry["id"], verdict=verdicts.get(t.name), count=len(group),
-                  nodes=[c.node.label if c.node else c.value for c in group[:_LIST]],
-                  tolerated_by=C.who(verdicts, t)[0], rejected_by=C.who(verdicts, t, entry.get("rejected_by", ()))[1]),
+        kind=entry["id"], **C.props(complaint=entry["id"], verdict=verdicts.get(t.name), count=len(group),
+                                    nodes=[c.node.label if c.node else c.value for c in group[:_LIST]],
+                                    tolerated_by=C.who(verdicts, t)[0], engines=entry.get("engines"),
+                                    rejected_by=C.who(verdicts, t, entry.get("rejected_by", ()))[1]),
     )
 
 
@@ -324,6 +323,7 @@ def _unknown(ctx: RuleContext, c: _Complaint, entry: dict[str, Any] | None) -> F
         c.node, f"{c.text} What {t.title} does with such a model is not recorded (engine behaviour unknown); "
                 f"rejected by {', '.join(tools)}.",
         value=c.value, severity=C.capped(Severity.ERROR, ["engine behaviour"]),
+        kind=entry["id"] if entry else "checker",
         **C.props(unknown=["engine behaviour"], complaint=entry["id"] if entry else None),
     )
 

@@ -72,12 +72,12 @@ class OpOutsideItsOpsets(Rule):
             if extra.get("unknown"):
                 tail = D.unknown_note(target)
             else:
-                tail = " Spec-only: " + C.spec_only_note(f.get("verdict", {}), target, ["onnx.checker"],
-                                                         f.get("engines", {}).get(target.name, ""))
+                tail = " Spec-only: " + C.spec_only_note(f.get("verdict", {}), target, ["onnx.checker"])
             yield ctx.finding(
                 first, f"{_what(f, first)}{more}.{tail}", severity=severity,
                 rewrite=D.fact_rewrite(f, first if len(nodes) == 1 else None),  # no node: every such node
-                **D.props(f, opset=first.opset, count=len(nodes), nodes=[n.label for n in nodes[:20]]), **extra,
+                **D.props(f, opset=first.opset, count=len(nodes), nodes=[n.label for n in nodes[:20]],
+                          engines=f.get("engines")), **extra,
             )
 
 

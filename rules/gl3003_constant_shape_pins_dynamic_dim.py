@@ -32,9 +32,8 @@ def _engine_contract(entry: dict, target: Target) -> tuple[Severity, dict, str]:
     if verdict is None:
         return (Severity.WARNING, C.props(unknown=["engine behaviour"], complaint=entry["id"]),
                 f" Whether {target.title} holds this is not recorded (engine behaviour unknown).")
-    note = " Spec-only: " + C.spec_only_note(entry["verdict"], target, entry.get("rejected_by", ()),
-                                             entry.get("engines", {}).get(target.name, ""))
-    return Severity.WARNING, C.props(complaint=entry["id"]), note
+    note = " Spec-only: " + C.spec_only_note(entry["verdict"], target, entry.get("rejected_by", ()))
+    return Severity.WARNING, C.props(complaint=entry["id"], engines=entry.get("engines")), note
 
 
 class ConstantShapePinsDynamicDim(Rule):

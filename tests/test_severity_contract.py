@@ -60,7 +60,10 @@ def basis_problem(basis: object) -> str | None:
         return None
     if kind != "support-table":
         return f"unknown basis kind {kind!r}"
-    if entry in data:  # a profile section (opsets) or a table's element types
+    node = data
+    for part in entry.split("."):  # a profile section or option (options.x), a table's entry (opsets.opset8)
+        node = node.get(part) if isinstance(node, dict) else None
+    if node is not None:
         return None
     if "ops" in data:  # TensorRT matrix: every row of the document is in the table; absent = no importer
         return None
@@ -195,5 +198,28 @@ def test_basis_checker_catches_bad_bases():
     assert basis_problem("support-table:rules/data/support/nope.json#Add")
     assert basis_problem("engine-fact:rules/data/validity.toml#unsorted") is None
     assert basis_problem("support-table:rules/data/support/trt-10.15.json#Unique") is None
+    assert basis_problem("support-table:rules/data/targets/ort-1.32.toml#options.input_over_int64") is None
+    assert basis_problem("support-table:rules/data/targets/ort-1.32.toml#options.no_such_option")
     assert SHARED.search("[shared/reference/onnx-tensorrt-operators-trt10.15.md:12]")
     assert not SHARED.search("https://github.com/onnx/onnx/blob/v1.23.2/docs/Operators.md#Reshape")
+
+
+def test_openvino_ir_refusals_and_impossible_dims_keep_the_contract(tmp_path):
+    """GL0006 / GL0007 errors on IRs OpenVINO's reader refuses (test_hostile_ir_engine shows each
+    refusal on the engine) and on ONNX inputs no engine can feed cite what shows them."""
+    from tests.test_hostile_dims import BIG, relu2
+    from tests.test_hostile_dims import save as save_dims
+    from tests.test_hostile_ir_engine import REFUSED, _build_pad, _case, add_ir, built_ir
+
+    ir, pad_ir = add_ir(), built_ir("hostile-openvino-pad", _build_pad, "pad")  # real IRs saved by OpenVINO
+
+    paths = [_case(name, seed, edit, tmp_path, ir, pad_ir)[0] for name, seed, edit, _, rule in REFUSED
+             if rule in ("GL0006", "GL0007")]
+    paths += [save_dims(tmp_path, "neg.onnx", relu2([1, -5], [1, 4])),
+              save_dims(tmp_path, "huge.onnx", relu2([BIG, BIG], [BIG, BIG])),
+              save_dims(tmp_path, "sym.onnx", relu2(["n", BIG, BIG], ["n", BIG, BIG]))]
+    findings = [f for p in paths for t in ("ort", "openvino", "trt")
+                for f in lint_paths([p], LintOptions(targets=[t], select=["GL0006", "GL0007"])).findings()]
+    assert {f.rule_id for f in findings if f.severity >= Severity.ERROR} == {"GL0006", "GL0007"}
+    assert any(f.properties.get("unknown") for f in findings if f.rule_id == "GL0007")
+    assert not check(findings), "\n".join(check(findings)[:20])

@@ -196,7 +196,7 @@ def _model_section(res: LintResult, k: int, budget: list[int], rules: dict[str, 
                 lines = "".join(f"<li>{_sev(x.severity)} <b>{escape(x.rule_id)}</b> {escape(x.message)}</li>"
                                 for x in by_node[id(n)])
                 figures.append(f'<figure id="{fid}"><figcaption><b>{escape(n.label)}</b> ({escape(n.op_type)}) '
-                               f'<span class="muted">{escape(f.location.graph_path)}</span><ul>{lines}</ul>'
+                               f'<span class="muted">{escape(f.location.graph_path)}</span>{_origin(f)}<ul>{lines}</ul>'
                                f"</figcaption>{render_svg(n, styles, f'graph around {n.label}', port_styles)}"
                                "</figure>")
             if id(n) in fig_of:
@@ -208,7 +208,7 @@ def _model_section(res: LintResult, k: int, budget: list[int], rules: dict[str, 
             f'<td><a href="{DOCS_URI}/rules/{escape(f.rule_id)}.md" title="{escape(f.rule_name)}">'
             f"{escape(f.rule_id)}</a></td><td><code>{escape(subject)}</code>{anchor}</td>"
             f"<td>{escape(f.op_type or '')}</td><td>{escape(m.path)}</td><td>{escape(f.target)}</td>"
-            f'<td class="msg">{escape(f.message)}</td><td>{fix}</td></tr>'
+            f'<td class="msg">{escape(f.message)}{_origin(f)}</td><td>{fix}</td></tr>'
         )
     if figures:
         parts.append('<div class="figs">' + "".join(figures) + "</div>")
@@ -216,6 +216,14 @@ def _model_section(res: LintResult, k: int, budget: list[int], rules: dict[str, 
         parts.append('<p class="muted">More findings than pictures: see the table for the rest.</p>')
     parts.append("</section>")
     return "".join(parts), rows
+
+
+def _origin(f: Finding) -> str:
+    """Where the finding's node came from in the model's code (graphlint.analysis.origins)."""
+    if f.origin is None:
+        return ""
+    code = f' <code>{escape(f.origin.code)}</code>' if f.origin.code else ""
+    return f'<div class="origin muted">{escape(f.origin.describe())}{code}</div>'
 
 
 def render_html(run: Run, title: str = "graphlint report") -> str:

@@ -20,14 +20,14 @@ def register(cli) -> None:
                   help="Show findings recorded in this baseline as suppressed.")
     @click.option("--title", default="graphlint report", show_default=True)
     @guarded
-    def report_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, output,
+    def report_cmd(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output,
                    baseline_path, title) -> None:
         """Write a self-contained HTML report: summary, findings, and the graph around each finding."""
         from graphlint.fsutil import atomic_write_text, check_output_path
         from graphlint.html import render_html
         from graphlint.workflow import apply_workflow
 
-        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
         check_output_path(output)
         opts.on_model = _progress(len(models))
         run = lint.lint_paths(list(models), opts)
