@@ -98,18 +98,33 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Where the Python files that built the model are looked for, to point findings at "
                           "their lines (default: the repo root)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
+        click.option("--precision", type=click.Choice(["fp16", "bf16", "fp32"]), expose_value=False,
+                     callback=_to_meta, help="Lint for the precision the engine computes in (default: each "
+                     "target's own: OpenVINO GPU/NPU fp16, OpenVINO CPU bf16 on AVX512_BF16/AMX hosts, else fp32)."),
+        click.option("--input-range", "input_range", multiple=True, expose_value=False, callback=_to_meta,
+                     metavar="NAME:LO,HI", help="Known range of an input's values, for the value-range analysis "
+                     "(e.g. pixel_values:-3,3). Repeatable."),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
 
 
+def _to_meta(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Options every lint command takes without naming them: kept in the click context for build_options."""
+    ctx.meta[f"graphlint.{param.name}"] = value
+    return value
+
+
 def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=()) -> Any:
     from graphlint.config import resolve_options
 
+    meta = click.get_current_context(silent=True)
+    meta = meta.meta if meta is not None else {}
     return resolve_options(
         targets=list(targets), select=_split(select), ignore=_split(ignore), shapes=list(shapes),
         config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
+        precision=meta.get("graphlint.precision"), input_ranges=list(meta.get("graphlint.input_range") or ()),
     )
 
 
@@ -141,9 +156,12 @@ def emit(text: str, output: str | None) -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Processes to use: models linted at once, each in a worker, and a big model's "
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
+@click.option("--keep-fp32", "keep_fp32", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the precision findings' keep-fp32 lists in each engine's syntax (JSON if FILE ends "
+                   "in .json); the text report prints them too.")
 @guarded
 def check(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
-          baseline_path, stats, color, show_info, time_budget, jobs) -> None:
+          baseline_path, stats, color, show_info, time_budget, jobs, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if _PROCESS_EXITS_AFTER:
         # No cyclic garbage collection: the run keeps every model it lints until the report is
@@ -179,12 +197,25 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, sourc
     t_report = time.perf_counter()
     level = Severity.parse(fail_level or opts.fail_level)
     emit(render(run, fmt, color=color, show_info=show_info or level <= Severity.INFO), output)
+    _keep_lists(run, fmt, output, keep_fp32)
     t_report = time.perf_counter() - t_report
     for fail in run.failures:
         click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
     if stats:
         _print_stats(run, t_report)
     sys.exit(lint.exit_code(run, level))
+
+
+def _keep_lists(run, fmt: str, output: str | None, path: str | None) -> None:
+    """The keep-fp32 lists: after a text report on stdout, and in FILE when asked."""
+    from graphlint.report import keep_fp32
+
+    lists = keep_fp32.collect(run)
+    if fmt == "text" and not output and lists:
+        click.echo("\n" + keep_fp32.render_text(lists), nl=False)
+    if path:
+        text = keep_fp32.render_json(lists) if path.endswith(".json") else keep_fp32.render_text(lists)
+        emit(text, path)
 
 
 def _progress(total: int) -> Callable[[str], None] | None:

@@ -277,6 +277,8 @@ def effective_config(
     models: list[str] | None = None,
     fail_level: str | None = None,
     baseline: str | None = None,
+    precision: str | None = None,
+    input_ranges: list[str] | None = None,
     source_root: str | None = None,
 ) -> Effective:
     eff = Effective()
@@ -376,7 +378,15 @@ def effective_config(
                 raise UsageError(f"{eff.file}: target-options.{name}.{key}: expected {want.__name__}, "
                                  f"got {type(value).__name__}")
             topts.setdefault(name.lower(), {})[k.replace("-", "_")] = value
-    eff.set("target-options", topts, eff.file_source("target-options") if topts else "default")
+    from_cli = _cli_target_options(precision, input_ranges or [])
+    for name in (target_names() if from_cli else []):  # the command line applies to every target
+        merged = topts.setdefault(name, {})
+        ranges = {**merged.get("input_ranges", {}), **from_cli.get("input_ranges", {})}
+        merged.update(from_cli)
+        if ranges:
+            merged["input_ranges"] = ranges
+    source = "command line" if from_cli else eff.file_source("target-options") if topts else "default"
+    eff.set("target-options", topts, source)
 
     # shape profiles: per model glob from the file, command line on top (for every model)
     globbed: list[tuple[str, dict[str, Profile]]] = []
@@ -478,10 +488,33 @@ def options_from(eff: Effective) -> LintOptions:
 
 
 def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
-                    models: list[str] | None = None, source_root: str | None = None) -> LintOptions:
+                    models: list[str] | None = None, source_root: str | None = None,
+                    precision: str | None = None, input_ranges: list[str] | None = None) -> LintOptions:
     return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
                                          config_path=config_path, repo_root=repo_root, models=models,
-                                         source_root=source_root))
+                                         source_root=source_root, precision=precision, input_ranges=input_ranges))
+
+
+def parse_input_range(text: str) -> tuple[str, list[float]]:
+    """``NAME:LO,HI`` (``--input-range pixel_values:-3,3``) -> (name, [lo, hi])."""
+    name, sep, rest = text.rpartition(":")
+    parts = rest.split(",")
+    try:
+        lo, hi = (float(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        lo = hi = None
+    if not sep or not name or lo is None or hi is None or not lo <= hi:
+        raise UsageError(f"--input-range {text!r}: expected NAME:LO,HI with LO <= HI (e.g. pixel_values:-3,3)")
+    return name, [lo, hi]
+
+
+def _cli_target_options(precision: str | None, input_ranges: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if precision:
+        out["precision"] = precision
+    if input_ranges:
+        out["input_ranges"] = dict(parse_input_range(t) for t in input_ranges)
+    return out
 
 
 # --------------------------------------------------------------------------- graphlint config

@@ -53,8 +53,9 @@ CATALOGUE: dict[str, RewriteSpec] = {
                     "Replace an erf or tanh GELU subgraph with Gelu-20 carrying the matching approximate attribute.",
                     ("nodes", "approximate")),
         RewriteSpec("keep-fp32", True,
-                    "Pin nodes to fp32 on an engine that infers in fp16 (OpenVINO rt_info "
-                    "disable_fp16_compression, TensorRT layer precision).", ("nodes",)),
+                    "Keep nodes in fp32 at reduced precision: OpenVINO IR rt_info 'precise' "
+                    "(ov::disable_fp16_compression), ONNX node metadata graphlint.keep_fp32 (a record: "
+                    "engines take the keep-fp32 list).", ("nodes", "precision")),
         RewriteSpec("opset-upgrade", True,
                     "Convert the model to the given opset with onnx.version_converter after the drift fixes.",
                     ("opset",)),

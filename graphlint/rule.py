@@ -42,6 +42,7 @@ FAMILIES = {
     "GL3": "dynamic-shapes",
     "GL4": "input-contract",
     "GL5": "layout",
+    "GL6": "precision",
     "GL7": "quantization",
     "GL9": "tool",
 }

@@ -59,6 +59,19 @@ def cached(name: str, builder: Callable[[str], None]) -> str:
     return folder
 
 
+def main(build: Callable[[str], None], models: Callable[[], str]) -> None:
+    """``python -m testmodels.X [OUT_DIR]``: build into OUT_DIR, or into the cache; print the folder."""
+    import sys
+
+    out = sys.argv[1] if len(sys.argv) > 1 else None
+    if out:
+        os.makedirs(out, exist_ok=True)
+        build(out)
+        print(out)
+    else:
+        print(models())
+
+
 def torch_export(module, args: tuple, path: str, *, opset: int, dynamo: bool = False,
                  input_names: list[str] | None = None, output_names: list[str] | None = None,
                  dynamic_axes: dict | None = None, dynamic_shapes=None) -> str:

@@ -28,9 +28,8 @@ Run ``python -m testmodels.export_multimodal OUTDIR`` or use :func:`build` via `
 from __future__ import annotations
 
 import os
-import sys
 
-from testmodels.common import cached, to_openvino, torch_export
+from testmodels.common import cached, main, to_openvino, torch_export
 
 OPSET = 17
 IMAGE = 32  # pixels
@@ -221,10 +220,4 @@ def models() -> str:
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else None
-    if out:
-        os.makedirs(out, exist_ok=True)
-        build(out)
-        print(out)
-    else:
-        print(models())
+    main(build, models)

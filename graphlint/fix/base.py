@@ -86,8 +86,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "dequantize-dynamic": "not built yet: rebuilding float MatMul/Conv from DynamicQuantizeLinear + MatMulInteger "
                           "needs a verification with a tolerance the fix runner does not have; re-export the float "
                           "model or quantize statically (GL7001/GL7009 quote the call)",
-    "keep-fp32": "ONNX has no per-node precision field; pin precision at engine build (trtexec --layerPrecisions, "
-                 "OpenVINO rt_info disable_fp16_compression)",
 }
 
 # (rewrite name, model format) -> pass class

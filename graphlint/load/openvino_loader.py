@@ -48,6 +48,8 @@ BODY_TAGS = {"body", "then_body", "else_body"}
 MAX_XML_DEPTH = 4096
 MAX_BODY_DEPTH = 512
 MAX_RT_DEPTH = 16
+# layer rt_info that keeps a layer in f32 (ov::disable_fp16_compression; 2026 spelling)
+KEEP_PRECISION = frozenset({"precise", "DisablePrecisionConversion"})
 
 
 class _TooDeep(Exception):
@@ -186,10 +188,10 @@ class _Handler(xml.sax.ContentHandler):
         if len(self._rt_path) == 1 or len(self._rt_path) > MAX_RT_DEPTH:
             return
         vals = [v for k, v in a.items() if k not in ("name", "version")]
-        if not vals:
+        if not vals and self._rt_path[-1] not in KEEP_PRECISION:
             return
         target = self._port.rt_info if self._port is not None else layer.rt_info if layer else self.model_rt
-        target["/".join(self._rt_path[1:])] = vals[0]
+        target["/".join(self._rt_path[1:])] = vals[0] if vals else ""
 
     def characters(self, content: str) -> None:
         if self._dim_text is not None:
@@ -356,6 +358,9 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
                 v.rt_info.setdefault("bounds", ",".join(port.dims))
             node.outputs.append(v)
             port_values[(lay.lid, port.pid)] = v
+        for k in KEEP_PRECISION.intersection(lay.rt_info):  # a layer kept in f32: on its outputs
+            for v in node.outputs:
+                v.rt_info = {**v.rt_info, k: lay.rt_info[k]}
         if lay.type == "Const" and node.outputs:
             node.outputs[0].const = weights.tensor(lay, node)
         if lay.type == "Parameter" and node.outputs:

@@ -11,6 +11,15 @@ from graphlint.fix.base import OPENVINO_FORMAT, FixContext, Pass, PassResult, re
 from graphlint.fix.ir_model import IRModel
 
 
+def xml_edit_result(model: IRModel, root: ET.Element, changes: list[str], skipped: list[str]) -> PassResult:
+    """The result of an .xml-only edit of ``root`` (the .bin kept as it is)."""
+    if not changes:
+        return PassResult(model, False, skipped=skipped)
+    ET.indent(root, space="\t")
+    xml = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return PassResult(IRModel(xml, model.bin_path, model.bin_changed), True, changes, skipped=skipped)
+
+
 def _layout_text(layout: str) -> str:
     import openvino as ov
 
@@ -96,11 +105,7 @@ class SetLayout(Pass):
             old = _set_rt_layout(port, text)
             if old != text:
                 changes.append(f"{name!r}: layout {old or '(none)'} -> {text}")
-        if not changes:
-            return PassResult(model, False, skipped=skipped)
-        ET.indent(root, space="\t")
-        xml = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-        return PassResult(IRModel(xml, model.bin_path, model.bin_changed), True, changes, skipped=skipped)
+        return xml_edit_result(model, root, changes, skipped)
 
 
 @register_pass
