@@ -24,6 +24,9 @@ class RewriteSpec:
 CATALOGUE: dict[str, RewriteSpec] = {
     s.name: s
     for s in [
+        # first: the other passes read nodes in file order (onnx requires producers before consumers)
+        RewriteSpec("topological-sort", True,
+                    "Reorder the nodes of every graph so each node comes after the nodes whose outputs it reads."),
         RewriteSpec("explicit-attribute", True, "Write an attribute's implicit default explicitly.",
                     ("node", "attribute", "value")),
         RewriteSpec("resize-coordinate-mode", False,

@@ -13,11 +13,12 @@ import os
 from typing import Any
 
 import numpy as np
+from graphlint_rules import _contract as C
 
 from graphlint.compat import tomllib
 from graphlint.ir import ONNX_DOMAIN, Node, Value
 from graphlint.rewrites import spec
-from graphlint.rule import Rewrite
+from graphlint.rule import Rewrite, Severity
 from graphlint.target import Target, data_dir
 
 SOURCE = "rules/data/drift.toml"
@@ -70,6 +71,27 @@ def engine_note(f: dict[str, Any], target: Target) -> str:
     key = {"openvino": "openvino", "ort": "ort", "trt": "trt"}.get(target.name, target.name)
     note = f.get("engines", {}).get(key)
     return f" {target.title}: {note}." if note else ""
+
+
+def verdict(f: dict[str, Any], target: Target) -> str | None:
+    """What the fact's table records the target's engine doing (validity.toml's vocabulary), or None."""
+    return f.get("verdict", {}).get(target.name)
+
+
+def judged(f: dict[str, Any], target: Target, default: Severity) -> tuple[Severity, dict[str, Any]]:
+    """(severity, contract properties) of a finding about ``f`` on ``target``: an error only where the
+    fact records that the target rejects the node or computes other results; a fact that would be
+    an error but says nothing about this target is a warning whose engine behaviour is unknown."""
+    v = verdict(f, target)
+    if v in C.FAILING:
+        return Severity.ERROR, {"basis": C.fact_basis("drift.toml", f["id"]), "verdict": v}
+    if v is None and default >= Severity.ERROR:
+        return Severity.WARNING, {"unknown": ["engine behaviour"]}
+    return min(default, Severity.WARNING), ({"verdict": v} if v else {})
+
+
+def unknown_note(target: Target) -> str:
+    return f" What {target.title} does with it is not recorded (engine behaviour unknown)."
 
 
 def props(f: dict[str, Any], **extra: Any) -> dict[str, Any]:

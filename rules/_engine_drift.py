@@ -184,7 +184,7 @@ def magnitude(f: dict[str, Any]) -> str:
 def message(f: dict[str, Any], node: Node, maybe: bool) -> str:
     from graphlint.rule import quote_node
 
-    verb = "may compute" if maybe else "computes"
+    verb = "may compute (whether this node hits the case is unknown)" if maybe else "computes"
     return (f"{quote_node(node)}: {where(f)} {verb} this differently from the ONNX spec: {f['does']} "
             f"({magnitude(f)}). {f['advice']} Source: {cite(f)}.")
 
@@ -192,4 +192,5 @@ def message(f: dict[str, Any], node: Node, maybe: bool) -> str:
 def props(f: dict[str, Any], maybe: bool) -> dict[str, Any]:
     return {"engine_drift": f["id"], "engine": f["engine"], "measured": where(f), "kind": f["kind"],
             "magnitude": magnitude(f), "documentary": bool(f.get("documentary")), "premise_unknown": maybe or None,
+            "unknown": ["value"] if maybe else None,  # the severity contract's marker (docs/severity.md)
             "drift_source": cite(f)}

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from graphlint_rules import _contract as C
+
 from graphlint.analysis.quantization import TABLE, table
 from graphlint.ir import Node
 from graphlint.rule import Finding, Rewrite, RuleContext, Severity, quote
@@ -60,5 +62,7 @@ def scheme_finding(ctx: RuleContext, nodes: list[Node], fid: str, what: str, *,
     tail = f" ({covered} of them already reported per node by the support rules)" if covered else ""
     message = (f"{what}: {len(nodes)} node(s), e.g. {names(nodes)}{tail}. {ctx.target.title}: {f['claim']} "
                f"Fix: {remedy(fid)}")
+    if severity >= Severity.ERROR:  # the severity contract (docs/severity.md): the fact that shows it
+        props["basis"] = C.fact_basis("quantization.toml", fid)
     return ctx.finding(nodes[0] if nodes else None, message, severity=severity, rewrite=rewrite, fact=fid,
                        nodes=[n.label for n in nodes], source=f["source"], **props)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 
@@ -32,10 +34,16 @@ class OpsetOutsideTarget(Rule):
     id = "GL0002"
     name = "opset-outside-target"
     severity = Severity.ERROR
-    source = "target profiles in rules/data/targets/ (citing ../shared/reference)"
+    source = "target profiles in rules/data/targets/ (each citing its engine's document at a fixed version)"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         model, target = ctx.model, ctx.target
+        # Whether the profile's range is the engine's own limit (a refusal, shown or documented) or
+        # only the range graphlint's table was built for (then outside it is not known to fail).
+        enforced = bool(target.option("opset_range_enforced"))
+        basis = C.props(C.profile_basis(target, "opsets")) if enforced else C.props(unknown=["engine behaviour"])
+        tail = "" if enforced else f" Whether {target.title} loads it is not recorded (engine behaviour unknown)."
+        severity = self.severity if enforced else Severity.WARNING
         for domain, version in sorted(model.opset_imports.items()):
             rng = target.opset_range(domain)
             if rng is None:
@@ -45,15 +53,15 @@ class OpsetOutsideTarget(Rule):
                 yield ctx.finding(
                     None,
                     f"The model imports {domain} opset {version}, newer than {target.title} reads "
-                    f"(opsets {lo} to {hi}); re-export at opset {hi} or lower.",
-                    domain=domain, opset=version, accepted=[lo, hi],
+                    f"(opsets {lo} to {hi}); re-export at opset {hi} or lower.{tail}",
+                    severity=severity, domain=domain, opset=version, accepted=[lo, hi], **basis,
                 )
             elif version < lo:
                 yield ctx.finding(
                     None,
                     f"The model imports {domain} opset {version}, older than {target.title} reads "
-                    f"(opsets {lo} to {hi}); convert it to opset {lo} or newer.",
-                    domain=domain, opset=version, accepted=[lo, hi],
+                    f"(opsets {lo} to {hi}); convert it to opset {lo} or newer.{tail}",
+                    severity=severity, domain=domain, opset=version, accepted=[lo, hi], **basis,
                 )
         from graphlint.load.onnx_loader import MAX_IR_VERSION
 
@@ -61,7 +69,8 @@ class OpsetOutsideTarget(Rule):
             yield ctx.finding(
                 None,
                 f"The model has IR version {model.ir_version}, newer than this tool's onnx knows "
-                f"({MAX_IR_VERSION}); engines built on older onnx releases will refuse it.",
-                ir_version=model.ir_version,
+                f"({MAX_IR_VERSION}); engines built on older onnx releases refuse such models, and whether "
+                f"{target.title} is one is not recorded (engine behaviour unknown).",
+                severity=Severity.WARNING, ir_version=model.ir_version, **C.props(unknown=["engine behaviour"]),
             )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import ONNX_DOMAIN
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
 
@@ -59,5 +61,5 @@ class UnknownDomain(Rule):
                 node,  # type: ignore[arg-type]
                 f"{quote_node(node)} is in domain {quote(d)}, which "  # type: ignore[attr-defined]
                 f"{ctx.target.title} does not support ({n} node(s) in this domain: {', '.join(ops[:8])}).",
-                domain=d, nodes=n, op_types=ops,
+                domain=d, nodes=n, op_types=ops, **C.props(C.profile_basis(ctx.target, "opsets")),
             )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+from graphlint_rules._validity import TABLE, fact
+
 from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
@@ -39,7 +42,23 @@ class WeightsUnreadable(Rule):
     dialects = frozenset({ONNX, OPENVINO})
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        f = fact("weights-unreadable")
+        t = ctx.target
         for issue in ctx.model.issues:
-            if issue.kind in KINDS:
-                yield ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:] + ".",
-                                  value=issue.value, kind=issue.kind)
+            if issue.kind not in KINDS:
+                continue
+            text = issue.message[:1].upper() + issue.message[1:] + "."
+            verdict = f["verdict"].get(t.name)
+            if "(symlink)" in issue.message and t.name in f.get("follows_symlinks", ()):
+                verdict = C.TOLERATES
+            if verdict in C.FAILING:
+                yield ctx.finding(issue.node, f"{text} {t.title} cannot read such weights either.", value=issue.value,
+                                  **C.props(C.fact_basis(TABLE, f["id"]), kind=issue.kind))
+            elif verdict == C.TOLERATES:
+                yield ctx.finding(issue.node, f"{text} {t.title} reads them (its parser follows the symlink); "
+                                              "graphlint refuses to, as the file is untrusted input.",
+                                  value=issue.value, severity=Severity.WARNING, kind=issue.kind)
+            else:
+                yield ctx.finding(issue.node, f"{text} What {t.title} does with it is not recorded (engine behaviour "
+                                              "unknown).", value=issue.value, severity=Severity.WARNING,
+                                  **C.props(unknown=["engine behaviour"], kind=issue.kind))

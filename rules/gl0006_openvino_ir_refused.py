@@ -6,10 +6,13 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import OPENVINO, Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 _OPSET = re.compile(r"opset\d+")
+FACTS = "openvino_ir.toml"  # what the reader refuses besides operations (the basis of these errors)
 
 
 class OpenvinoIrRefused(Rule):
@@ -57,7 +60,8 @@ class OpenvinoIrRefused(Rule):
                 if issue.node is not None:
                     edge_trouble.add(id(issue.node))
                 f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:]
-                                + "; OpenVINO's read_model refuses the model.", kind=f"edge {issue.key}")
+                                + "; OpenVINO's read_model refuses the model.", kind=f"edge {issue.key}",
+                                **C.props(C.fact_basis(FACTS, "ir-edge")))
                 f.location = dataclasses.replace(f.location, file=model.path, graph_path=issue.graph_path,
                                                  line=issue.line)
                 yield f
@@ -76,23 +80,26 @@ class OpenvinoIrRefused(Rule):
         op = table["aliases"].get(node.op_type, node.op_type)
         ops = table["opsets"].get(version)
         engine = f"OpenVINO {table['version']}"
+        layer = C.props(C.fact_basis(FACTS, "ir-layer-type"))
+        rel = ctx.target.profile["data"]["ir_opsets"]
+        opsets = C.props(C.table_basis(rel, f"opsets.{version}" if version in table["opsets"] else "opsets"))
         if node.op_type == "Constant":
             yield ctx.finding(node, f"Layer {quote(node.name)} has type Constant: the IR reader reads a "
                                     f"constant's bytes from the .bin only for type Const, so this one has no "
-                                    f"data and {engine}'s compile_model fails.", kind="type")
+                                    f"data and {engine}'s compile_model fails.", kind="type", **layer)
         elif not version:
             yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) has no version attribute; "
-                                    f"{engine}'s read_model refuses a layer without one.", kind="type")
+                                    f"{engine}'s read_model refuses a layer without one.", kind="type", **layer)
         elif ops is not None:
             if op not in ops:
                 have = sorted((v for v, t in table["opsets"].items() if op in t), key=_n)
                 where = f" ({op} is in {', '.join(have[:3])}{', ...' if len(have) > 3 else ''})" if have else ""
                 yield ctx.finding(node, f"Layer {quote(node.name)}: {version} has no operation {node.op_type}"
-                                        f"{where}; {engine}'s read_model refuses it.", kind="type")
+                                        f"{where}; {engine}'s read_model refuses it.", kind="type", **opsets)
         elif _OPSET.fullmatch(version):
             yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) names {version}, which "
                                     f"{engine} does not have (its opsets end at {max(table['opsets'], key=_n)}); "
-                                    f"read_model refuses it.", kind="type")
+                                    f"read_model refuses it.", kind="type", **opsets)
         else:
             yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) is from opset {version!r}, "
                                     f"which {engine} does not define: read_model refuses it unless an extension "
@@ -108,7 +115,8 @@ class OpenvinoIrRefused(Rule):
             # there are edges: a gap leaves a port beyond them ("... is inconsistent!").
             yield ctx.finding(node, f"Layer {quote(node.name)} ({node.op_type}): input {first_gap} has no <edge> "
                                     f"but input {fed[-1]} has one; OpenVINO's read_model refuses a layer whose "
-                                    f"connected inputs are not its first ones.", kind="ports")
+                                    f"connected inputs are not its first ones.", kind="ports",
+                              **C.props(C.fact_basis(FACTS, "ir-ports")))
             return
         ops = table["opsets"].get(node.opset or "") if table is not None else None
         op = table["aliases"].get(node.op_type, node.op_type) if table is not None else node.op_type
@@ -116,7 +124,8 @@ class OpenvinoIrRefused(Rule):
         if required is not None and first_gap < required:
             yield ctx.finding(node, f"Layer {quote(node.name)} ({node.op_type}) has {first_gap} of its {len(inputs)} "
                                     f"input ports connected; {node.opset} {op} requires {required} inputs, so "
-                                    f"OpenVINO's read_model refuses it.", kind="ports")
+                                    f"OpenVINO's read_model refuses it.", kind="ports",
+                              **C.props(C.fact_basis(FACTS, "ir-ports")))
         else:
             why = (f"input {first_gap} is optional for {node.opset} {op}, so OpenVINO builds the layer "
                    f"without it and its default applies" if required is not None else

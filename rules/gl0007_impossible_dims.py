@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import INT64_MAX, ONNX, OPENVINO, Model, Value, impossible_shape
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
@@ -49,7 +51,8 @@ class ImpossibleDims(Rule):
         for issue in model.issues:
             if issue.kind == "dim-refused":  # OpenVINO IR: the loader saw the raw <dim> text
                 f = ctx.finding(issue.node, issue.message[:1].upper() + issue.message[1:]
-                                + "; OpenVINO's read_model refuses the model.", kind=f"dim {issue.key}")
+                                + "; OpenVINO's read_model refuses the model.", kind=f"dim {issue.key}",
+                                **C.props(C.fact_basis("openvino_ir.toml", "ir-dim")))
                 yield f
         if not _suspect(model):
             return
@@ -69,7 +72,8 @@ class ImpossibleDims(Rule):
                       "no dim can be negative (-1 at most, meaning unknown)")
             yield ctx.finding(None, f"{what} {quote(name)} declares {_fmt(shape)}, with {', '.join(negative)} "
                                     f"below -1: {engine}.",
-                              value=value, severity=Severity.ERROR if zero else Severity.WARNING, kind="negative")
+                              value=value, severity=Severity.ERROR if zero else Severity.WARNING, kind="negative",
+                              **C.props(C.profile_basis(ctx.target, "options.negative_input_dim") if zero else None))
         static = [d for d in shape if isinstance(d, int)]
         if 0 in static or any(d < 0 for d in static) or math.prod(static) <= INT64_MAX:
             return
@@ -77,9 +81,14 @@ class ImpossibleDims(Rule):
         refused = is_input and exact and ctx.target.option("input_over_int64") == "refused"
         engine = (f"{ctx.target.title} cannot be fed such an input" if refused else
                   "no tensor can have that many")
+        unknown = None if exact else ["dim value"]  # a named dim of 0 (an empty batch) would make it feedable
+        if unknown:
+            engine += " unless a named dim is 0 at run time (its value is unknown)"
         yield ctx.finding(None, f"{what} {quote(name)} declares {_fmt(shape)}: more than 2^63 - 1 elements; "
                                 f"{engine}.", value=value,
-                          severity=Severity.ERROR if refused else Severity.WARNING, kind="overflow")
+                          severity=Severity.ERROR if refused else Severity.WARNING, kind="overflow",
+                          **C.props(C.profile_basis(ctx.target, "options.input_over_int64") if refused else None,
+                                    unknown))
 
 
 def _suspect(model: Model) -> bool:

@@ -39,7 +39,7 @@ class UnsupportedOp(Rule):
     name = "unsupported-op"
     severity = Severity.ERROR
     requires = ("support",)
-    source = ("rules/data/support/*.json: trt-*.json (shared/reference/onnx-tensorrt-operators*.md), "
+    source = ("rules/data/support/*.json: trt-*.json (onnx-tensorrt docs/operators.md at each release tag), "
               "ort-*-cpu.json (onnxruntime kernel registry), openvino-*.json (ONNX frontend probes)")
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -42,7 +42,7 @@ class FusedContribOp(Rule):
     severity = Severity.ERROR
     requires = ("support",)
     fixable = True
-    source = "rules/data/support/contrib-fused.toml (shared/reference/ort-contrib-fused-ops-support.csv) + target tables"
+    source = "rules/data/support/contrib-fused.toml + the target's support table"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from emit(ctx, FUSED)

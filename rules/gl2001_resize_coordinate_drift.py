@@ -129,11 +129,12 @@ class ResizeCoordinateDrift(Rule):
             rw = None
             if key == "coordinate_transformation_mode" and value == "half_pixel_symmetric":
                 rw = D.fact_rewrite(f, node, mode="half_pixel")  # differs only when sizes do not divide
+            severity, extra = D.judged(f, ctx.target, Severity.ERROR)
             yield ctx.finding(
                 node,
                 f"{where} has {key}={value!r}, which {ctx.target.title} does not accept "
                 f"(accepted: {', '.join(map(str, allowed))}).",
-                rewrite=rw, severity=Severity.ERROR, **D.props(f, attribute=key, attr_value=value),
+                rewrite=rw, severity=severity, **D.props(f, attribute=key, attr_value=value), **extra,
             )
 
 

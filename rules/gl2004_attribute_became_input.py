@@ -7,24 +7,22 @@ from collections.abc import Iterator
 from graphlint_rules import _drift as D
 
 from graphlint.ir import Node
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote, quote_node
+from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
 ID = "GL2004"
 
 
 class AttributeBecameInput(Rule):
-    """A node still carries an attribute that became an input at its opset, or that input is not constant.
+    """A node still carries an attribute that became an input at its opset.
 
     ## What it checks
     The attribute-to-input facts of `rules/data/drift.toml` (`kind = "attr-to-input"`):
     Clip `min`/`max` (11), Pad `pads`/`value` (11), Slice `starts`/`ends`/`axes` (10), TopK `k`
     (10), ReduceSum, Squeeze, Unsqueeze `axes` and Split `split` (13), the other Reduce* `axes`
-    (18), DFT `axis` (20). It reports
-
-    - a node at or past the boundary that still has the old attribute (a converter or a graph
-      edit bumped the opset without moving it), and
-    - on TensorRT, a moved input (Reduce* / Squeeze / Unsqueeze `axes`) that is not a constant:
-      the parser needs it at build time.
+    (18), DFT `axis` (20). It reports a node at or past the boundary that still has the old
+    attribute (a converter or a graph edit bumped the opset without moving it). (That TensorRT
+    needs some of the moved inputs as build-time constants is GL1004's, from the parser's
+    operator table.)
 
     ## Why it matters
     Engines split three ways on a stale attribute: onnxruntime refuses the model
@@ -38,9 +36,7 @@ class AttributeBecameInput(Rule):
 
     ## Fix
     Apply the `attribute-to-input` rewrite (a constant input replaces the attribute), or convert
-    the original model with `onnx.version_converter`, which moves attributes correctly. For the
-    TensorRT constant requirement, fold the computation that produces the input
-    (`fold-constants`, e.g. after fixing input shapes).
+    the original model with `onnx.version_converter`, which moves attributes correctly.
     """
 
     id = ID
@@ -57,23 +53,12 @@ class AttributeBecameInput(Rule):
             names = f["attribute"] if isinstance(f["attribute"], list) else [f["attribute"]]
             stale = [a for a in names if a in node.attrs]
             if stale:
+                severity, extra = D.judged(f, ctx.target, self.severity)
                 yield ctx.finding(
                     node,
                     f"{quote_node(node)} at opset {node.opset} has attribute(s) {', '.join(stale)}, which became "
                     f"input(s) at opset {f['boundary']}; engines reject or ignore the attribute."
-                    + D.engine_note(f, ctx.target),
-                    rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]),
-                    **D.props(f, attributes=stale),
+                    + (D.unknown_note(ctx.target) if extra.get("unknown") else D.engine_note(f, ctx.target)),
+                    rewrite=D.fact_rewrite(f, node, attribute=stale[0], input=f["input"]), severity=severity,
+                    **D.props(f, attributes=stale), **extra,
                 )
-                continue
-            if f.get("trt_const") and ctx.target.name == "trt":
-                v = node.input(f["input"])
-                if v is not None and not v.is_constant:
-                    yield ctx.finding(
-                        node,
-                        f"{quote_node(node)} takes {names[0]} from {quote(v.name)}, which is computed at run time; "
-                        f"{ctx.target.title} needs it as a build-time constant.",
-                        value=v,
-                        rewrite=D.rewrite("fold-constants", None, nodes=[v.producer.label] if v.producer else None),
-                        **D.props(f, input=v.name),
-                    )

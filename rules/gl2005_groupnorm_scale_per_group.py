@@ -70,13 +70,15 @@ class GroupnormScalePerGroup(Rule):
                 **D.props(f, num_groups=groups, channels=channels),
             )
         elif node.opset >= 21 and channels and groups and n_scale == groups and groups != channels:
+            severity, extra = D.judged(f, ctx.target, Severity.ERROR)
             yield ctx.finding(
                 node,
                 f"{where} at opset {node.opset} has {n_scale} scale values (one per group) but {channels} "
-                "channels; GroupNormalization-21 needs one per channel, and every engine rejects this shape.",
-                severity=Severity.ERROR,
+                "channels; GroupNormalization-21 needs one per channel, and ONNX Runtime and OpenVINO reject this "
+                "shape." + (D.unknown_note(ctx.target) if extra.get("unknown") else ""),
+                severity=severity,
                 rewrite=D.rewrite("groupnorm-per-channel", node, safe=False,
                                   description="Repeat each group's scale/bias over its channels (assumes the "
                                               "tensors were written with opset-18 meaning)."),
-                **D.props(f, num_groups=groups, channels=channels),
+                **D.props(f, num_groups=groups, channels=channels), **extra,
             )

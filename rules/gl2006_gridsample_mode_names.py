@@ -62,19 +62,22 @@ class GridsampleModeNames(Rule):
         wrong = NEW_TO_OLD if not new else OLD_TO_NEW
         if mode in wrong:
             right = wrong[mode]
+            severity, extra = D.judged(spelling, ctx.target, self.severity)
             yield ctx.finding(
                 node,
                 f"{where} at opset {node.opset} has mode={mode!r}, a name this opset does not define "
-                f"(it spells it {right!r}); onnxruntime and OpenVINO reject the node.",
-                rewrite=D.fact_rewrite(spelling, node, attribute="mode", value=right),
-                **D.props(spelling, mode=mode),
+                f"(it spells it {right!r}); onnxruntime and OpenVINO reject the node."
+                + (D.unknown_note(ctx.target) if extra.get("unknown") else ""),
+                rewrite=D.fact_rewrite(spelling, node, attribute="mode", value=right), severity=severity,
+                **D.props(spelling, mode=mode), **extra,
             )
             return
         if new and mode in NEW_TO_OLD and ctx.target.name == "trt":
+            severity, extra = D.judged(trt, ctx.target, self.severity)
             yield ctx.finding(
                 node,
                 f"{where} has mode={mode!r}; {ctx.target.title}'s ONNX parser recognizes only "
                 f"{NEW_TO_OLD[mode]!r} and silently samples nearest instead (NVIDIA/TensorRT#4646).",
-                rewrite=D.fact_rewrite(trt, node),
-                **D.props(trt, mode=mode),
+                rewrite=D.fact_rewrite(trt, node), severity=severity,
+                **D.props(trt, mode=mode), **extra,
             )

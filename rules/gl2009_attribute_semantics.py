@@ -107,11 +107,14 @@ class AttributeSemantics(Rule):
             if value is None:
                 continue
             loud = f["effect"] == "loud"
+            severity, extra = D.judged(f, ctx.target, Severity.ERROR if loud else self.severity)
             yield ctx.finding(
                 node,
                 f"{quote_node(node)} has {f['attribute']}={value!r} at opset "
-                f"{node.opset}: {f['change'].rstrip('.')}." + D.engine_note(f, ctx.target),
-                severity=Severity.ERROR if loud else None,
+                f"{node.opset}: {f['change'].rstrip('.')}."
+                + (D.unknown_note(ctx.target) if extra.get("unknown") else D.engine_note(f, ctx.target)),
+                severity=severity,
                 rewrite=D.fact_rewrite(f, node),
                 **D.props(f, attribute=f["attribute"], attr_value=value if isinstance(value, int | str | list) else str(value)),
+                **extra,
             )

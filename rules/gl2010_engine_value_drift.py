@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
 from graphlint_rules import _drift as D
 from graphlint_rules import _engine_drift as E
 
@@ -67,4 +68,6 @@ def report(node: Node, ctx: RuleContext, kind: str, severity: Severity) -> Itera
         # an error needs the engine to have shown it and the premise to be known
         sev = severity if not (maybe or f.get("documentary")) else Severity.WARNING
         rw = D.rewrite(f["rewrite"], node) if f.get("rewrite") else None
-        yield ctx.finding(node, E.message(f, node, maybe), rewrite=rw, severity=sev, **E.props(f, maybe))
+        basis = C.fact_basis("engine_drift.toml", f["id"]) if sev >= Severity.ERROR else None
+        yield ctx.finding(node, E.message(f, node, maybe), rewrite=rw, severity=sev, **E.props(f, maybe),
+                          **C.props(basis))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.analysis.shapes import dynamic_inputs
 from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote
@@ -57,4 +59,5 @@ class StaticShapesRequired(Rule):
                 f"Input {quote(v.name)} has dynamic shape {_fmt(v.shape)}, but {ctx.target.title} compiles "
                 f"static shapes only; reshape it to a fixed shape before compiling.",
                 value=v, rewrite=rw, shape=_fmt(v.shape),
+                **C.props(C.document_basis(ctx.target.option("static_shapes_docs"))),
             )

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+from graphlint_rules._validity import TABLE, for_op
+
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.symbolic import Poly
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
+from graphlint.target import Target
 
 
 def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
@@ -20,6 +24,18 @@ def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
     return mono[0], (n // coef if coef and n % coef == 0 and n // coef > 0 else None)
 
 
+def _engine_contract(entry: dict, target: Target) -> tuple[Severity, dict, str]:
+    """Severity, contract properties and note for a shape rule the table records per engine."""
+    verdict = entry["verdict"].get(target.name)
+    if verdict in C.FAILING:
+        return Severity.ERROR, C.props(C.fact_basis(TABLE, entry["id"]), complaint=entry["id"]), ""
+    if verdict is None:
+        return (Severity.WARNING, C.props(unknown=["engine behaviour"], complaint=entry["id"]),
+                f" Whether {target.title} holds this is not recorded (engine behaviour unknown).")
+    note = " Spec-only: " + C.spec_only_note(entry["verdict"], target, entry.get("rejected_by", ()))
+    return Severity.WARNING, C.props(complaint=entry["id"], engines=entry.get("engines")), note
+
+
 class ConstantShapePinsDynamicDim(Rule):
     """A constant shape contradicts a dim the model declares dynamic.
 
@@ -27,9 +43,14 @@ class ConstantShapePinsDynamicDim(Rule):
     A Reshape or Expand to a constant target shape whose element count cannot equal the
     input's when a declared dynamic dim changes (e.g. input `[batch, 32]` reshaped to the
     constant `[2, 32]`), and ops that force a dynamic dim to agree with a constant one
-    (adding a `[7, 32]` constant to `[seq, 32]`). The finding says which value the dim is
-    pinned to. A warning when a constant leading dim plus `-1` folds the dynamic batch into
-    another axis (`x.reshape(1, -1, D)` on `[batch, n, D]`).
+    (adding a `[7, 32]` constant to `[seq, 32]`, or a position table of 17 rows to the patch
+    count a strided Conv makes of `[height, width]`). The finding says which value the dim is
+    pinned to. An error on named dims: the input declares them dynamic, and at their other
+    values the node fails. A warning when the dims are unnamed (exporters leave dims they were
+    not told about unnamed, so whether other values are meant is unknown), for shape rules the
+    target itself does not hold (RotaryEmbedding caches on OpenVINO, `rules/data/validity.toml`),
+    and when a constant leading dim plus `-1` folds the dynamic batch into another axis
+    (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
@@ -55,6 +76,7 @@ class ConstantShapePinsDynamicDim(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
+        seen_contracts: set[tuple[str, str]] = set()
         for e in facts.events:
             if e.kind == "fold" and input_symbols(facts, e.a):
                 n = e.node
@@ -84,8 +106,12 @@ class ConstantShapePinsDynamicDim(Rule):
                 what = f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
             else:
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
+            # A non-constant expression of the input dims equals a constant only at some of their
+            # values: at the others (legal, since the inputs declare them dynamic) the node fails.
+            contract = C.props(C.document_basis(C.onnx_operator(n.op_type)))
             if sol is None:
-                tail = "so it only works for some values of the declared dynamic dim"
+                tail = (f"it holds only where {sym_side} = {const_side}, so the node fails at run time for the other "
+                        "values the inputs declare legal")
                 pinned = None
             elif sol[1] is None:
                 tail = f"no value of '{sol[0]}' satisfies that, so the node can never run"
@@ -93,9 +119,22 @@ class ConstantShapePinsDynamicDim(Rule):
             else:
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
+            severity, note = self.severity, ""
+            if all("?" in s for s in sym_side.symbols):
+                # The input leaves these dims unnamed (exporters do for any dim they were not told
+                # about): whether other values are meant to be fed is not known from the file.
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = " The input leaves the dim unnamed, so whether other values are meant is unknown."
+            entry = for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
+            if entry is not None:
+                severity, contract, note = _engine_contract(entry, ctx.target)
+                if severity < Severity.ERROR:  # spec-only or unknown: one finding per rule and dim
+                    if (entry["id"], str(sym_side)) in seen_contracts:
+                        continue
+                    seen_contracts.add((entry["id"], str(sym_side)))
+                    tail = tail.replace("the model only runs", "the spec lets the model run only")
             yield ctx.finding(
                 n,
-                f"{quote_node(n)} {what}; {tail}.",
-                value=e.va,
-                symbol=str(sym_side), pinned_value=pinned,
+                f"{quote_node(n)} {what}; {tail}.{note}",
+                value=e.va, severity=severity, symbol=str(sym_side), pinned_value=pinned, **contract,
             )

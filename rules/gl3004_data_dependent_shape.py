@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import ONNX, OPENVINO, Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 
@@ -47,7 +49,7 @@ class DataDependentShape(Rule):
     severity = Severity.WARNING
     op_types = DATA_DEPENDENT
     dialects = frozenset({ONNX, OPENVINO})  # OpenVINO opsets have NonZero, NMS and Unique too
-    source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (Loop restrictions); rules/data/targets/*.toml"
+    source = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md (Loop restrictions); rules/data/targets/*.toml"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
         t = ctx.target
@@ -61,9 +63,10 @@ class DataDependentShape(Rule):
             what = "produces an output whose size depends on the input values"
         need = "static shapes" if t.option("static_shapes") else "a bound for every output dim"
         sev = Severity.ERROR if t.option("static_shapes") else None
+        basis = C.document_basis(t.option("static_shapes_docs")) if sev else None
         yield ctx.finding(
             node,
             f"{quote_node(node)} {what}; {t.title} needs {need}.",
             value=node.outputs[0] if node.outputs else None,
-            severity=sev,
+            severity=sev, **C.props(basis),
         )

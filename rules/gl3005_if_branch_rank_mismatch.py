@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
@@ -33,7 +35,7 @@ class IfBranchRankMismatch(Rule):
     severity = Severity.ERROR
     op_types = frozenset({"If"})
     targets = frozenset({"trt"})
-    source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (If restrictions)"
+    source = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md (If restrictions)"
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterator[Finding]:
         then_g, else_g = node.subgraphs.get("then_branch"), node.subgraphs.get("else_branch")
@@ -47,4 +49,5 @@ class IfBranchRankMismatch(Rule):
                     f"({a.name!r}) but rank {b.rank} in else_branch ({b.name!r}); {ctx.target.title} "
                     f"needs both branches to have the same rank.",
                     value=node.outputs[k] if k < len(node.outputs) else None,
+                    **C.props(C.document_basis(C.target_document(ctx.target))),
                 )

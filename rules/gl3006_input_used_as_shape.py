@@ -45,7 +45,7 @@ class InputUsedAsShape(Rule):
     severity = Severity.WARNING
     targets = frozenset({"trt"})
     requires = ("shapes",)  # ranks graphlint's shape pass found where ONNX inference found none
-    source = "TensorRT developer guide (shape tensors); ../shared/reference/onnx-tensorrt-operators-trt10.15.md"
+    source = "TensorRT developer guide (shape tensors); https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.analysis.shapes import Event, ShapeFacts, dynamic_inputs, evaluate
 from graphlint.ir import Model, Value
 from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
@@ -11,6 +13,7 @@ from graphlint.shapes_spec import Profile
 
 MAX_EVALS = 48  # per dynamic axis
 WORK_BUDGET = 2_000_000  # node visits for the whole sweep: big graphs get fewer sample points
+_PARSER = "https://github.com/onnx/onnx-tensorrt/blob/96e781103cfc4adf4a6bb557e94bac8e693f6f4c/ModelImporter.cpp"
 
 
 def _fmt(shape) -> str:
@@ -38,8 +41,9 @@ class OptimizationProfile(Rule):
     """Dynamic inputs need an optimization profile, and the profile must hold over its whole range.
 
     ## What it checks
-    Without `--shapes`: every input with dynamic dims, since TensorRT cannot build an engine
-    for it without an optimization profile. With `--shapes NAME:MIN,OPT,MAX` (trtexec
+    Without `--shapes`: one note (info) per model listing the inputs with dynamic dims, since a
+    TensorRT engine build needs an optimization profile for them (whether the build passes one is
+    not known here). With `--shapes NAME:MIN,OPT,MAX` (trtexec
     syntax, e.g. `input_ids:1x1,8x128,16x512`): that each profile names a real input with the
     right rank and static dims, that inputs sharing a symbol get the same values, and then the
     symbolic shape pass is re-run with concrete shapes across the range (min, opt, max and
@@ -57,7 +61,8 @@ class OptimizationProfile(Rule):
 
     ## Fix
     Pass a profile for every dynamic input (and the same to trtexec), narrow its range to what
-    the graph supports, or fix the graph (see GL3001, GL3003).
+    the graph supports, or fix the graph (see GL3001, GL3003). A profile that contradicts the
+    model or a graph that breaks inside it is an error.
     """
 
     id = "GL3007"
@@ -77,20 +82,28 @@ class OptimizationProfile(Rule):
             v = inputs.get(name)
             problem = self._validate(name, prof, v)
             if problem:
-                yield ctx.finding(None, problem, value=v, severity=Severity.ERROR)
+                # a shape the model's input cannot take: the engine's profile API (TensorRT) or any
+                # engine fed such an input (the input's declared rank and static dims) refuses it
+                doc = ctx.target.option("profile_docs") or C.onnx_ir()
+                yield ctx.finding(None, problem, value=v, severity=Severity.ERROR, **C.props(C.document_basis(doc)))
             else:
                 usable[name] = prof
         if ctx.target.option("needs_profile"):
-            for v in dynamic_inputs(model):
-                if v.name not in usable and v.name not in profiles:
-                    dims = "[" + ", ".join("?" if d is None else str(d) for d in (v.shape or ())) + "]"
-                    yield ctx.finding(
-                        None,
-                        f"Input {quote(v.name)} has dynamic shape {dims}; {ctx.target.title} needs an optimization "
-                        f"profile for it: pass --shapes {v.name}:MIN,OPT,MAX (the same to trtexec "
-                        f"--minShapes/--optShapes/--maxShapes).",
-                        value=v, shape=dims,
-                    )
+            # Whether the engine build gets profiles is not known here (trtexec makes one from its
+            # --*Shapes flags): one note per model, not one warning per input.
+            todo = [v for v in dynamic_inputs(model) if v.name not in usable and v.name not in profiles]
+            if todo:
+                dims = {v.name: "[" + ", ".join("?" if d is None else str(d) for d in (v.shape or ())) + "]"
+                        for v in todo}
+                listed = ", ".join(f"{quote(n)} {d}" for n, d in dims.items())
+                flags = " ".join(f"--shapes {n}:MIN,OPT,MAX" for n in dims)
+                yield ctx.finding(
+                    None,
+                    f"Dynamic input(s) {listed}: a {ctx.target.title} engine build needs an optimization profile "
+                    f"for them (trtexec --minShapes/--optShapes/--maxShapes); pass {flags} to check the graph "
+                    "over that range.",
+                    value=todo[0], severity=Severity.INFO, inputs=list(dims), shapes=dims,
+                )
         if not usable:
             return
         yield from self._symbol_agreement(ctx, usable, inputs)
@@ -126,6 +139,8 @@ class OptimizationProfile(Rule):
                         f"Input {quote(name)} axis {axis} and input {quote(other)} axis {oaxis} share the dim "
                         f"'{d}' but --shapes gives them {rng} and {orng}; give both the same min/opt/max.",
                         value=inputs[name], severity=Severity.ERROR,
+                        # the parser asserts that dims sharing a name are equal (assertDimsWithSameNameAreEqual)
+                        **C.props(C.document_basis(_PARSER)),
                     )
                 seen.setdefault(d, (name, axis, rng))
 
@@ -146,6 +161,7 @@ class OptimizationProfile(Rule):
                     f"{quote_node(e.node)} breaks at the profile's opt shapes "
                     f"({', '.join(f'{n}={_fmt(s)}' for n, s in shapes.items())}): {_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, profile_point="opt",
+                    **C.props(C.document_basis(C.onnx_operator(e.node.op_type))),
                 )
         for name, prof in usable.items():
             for axis in range(len(prof.min)):
@@ -170,6 +186,7 @@ class OptimizationProfile(Rule):
                     f"{_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, rewrite=rw,
                     input=name, axis=axis, first_breaking_value=value,
+                    **C.props(C.document_basis(C.onnx_operator(e.node.op_type))),
                 )
 
     @staticmethod

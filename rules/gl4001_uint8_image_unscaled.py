@@ -21,7 +21,9 @@ class Uint8ImageUnscaled(Rule):
     The Cast turns 0..255 bytes into 0.0..255.0 floats; statistics computed for [0,1] pixels
     then leave values around 100-900 instead of about -2..2. Nothing fails: every output is
     silently wrong, which is how "the ONNX model gives different results than PyTorch" bugs
-    start when the Python pipeline did the `/255` (`ToTensor`) outside the module.
+    start when the Python pipeline did the `/255` (`ToTensor`) outside the module. A warning:
+    every engine runs the graph as written, and that the statistics were meant for [0,1]
+    pixels is read from their values, not known.
 
     ## Example
     `x = image.permute(0, 3, 1, 2).float(); x = (x - mean) / std` exported with a uint8 input.
@@ -33,7 +35,7 @@ class Uint8ImageUnscaled(Rule):
 
     id = "GL4001"
     name = "uint8-image-unscaled"
-    severity = Severity.ERROR
+    severity = Severity.WARNING  # every engine runs it: the premise (the stats are for [0,1] pixels) is read from the graph
     requires = ("image_inputs", "shapes")
     fixable = True
     source = "graph dataflow (graphlint/analysis/inputs.py); torchvision ToTensor / CLIPImageProcessor conventions"

@@ -43,7 +43,7 @@ class NarrowedDtype(Rule):
     severity = Severity.WARNING
     requires = ("shapes", "nodes_by_type")
     fixable = True
-    source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (DOUBLE note); rules/data/targets/trt-*.toml"
+    source = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md (DOUBLE note); rules/data/targets/trt-*.toml"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         t = ctx.target

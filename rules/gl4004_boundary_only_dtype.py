@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from operator import attrgetter
 
+from graphlint_rules import _contract as C
+
 from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote, quote_node
 
 QDQ = frozenset({"DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear"})
@@ -36,7 +38,7 @@ class BoundaryOnlyDtype(Rule):
     name = "boundary-only-dtype"
     severity = Severity.ERROR
     fixable = True
-    source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (UINT8 note); rules/data/targets/trt-*.toml"
+    source = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md (UINT8 note); rules/data/targets/trt-*.toml"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         types = set(ctx.target.option("boundary_only_types") or ())
@@ -57,6 +59,7 @@ class BoundaryOnlyDtype(Rule):
                             value=v,
                             rewrite=Rewrite("input-cast-normalize", {"input": v.name, "side": "graph"}, safe=False,
                                             description=f"Cast '{v.name}' to float right at the input."),
+                            **C.props(C.document_basis(C.target_document(ctx.target))),
                         )
         for n in g.nodes:
             for v in n.outputs:
@@ -66,5 +69,5 @@ class BoundaryOnlyDtype(Rule):
                         n,
                         f"{quote_node(n)} produces {v.dtype} tensor {quote(v.name)} inside "
                         f"the network; {t} supports {v.dtype} only as a network input or output.",
-                        value=v,
+                        value=v, **C.props(C.document_basis(C.target_document(ctx.target))),
                     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from graphlint_rules import _contract as C
+
 from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
@@ -12,6 +14,14 @@ UNBINDABLE = {
     "trt": {"string", "complex64", "complex128", "uint16", "uint32", "uint64", "int16"},
     "openvino": {"complex64", "complex128"},
 }
+
+
+def _basis(ctx: RuleContext) -> str | None:
+    """TensorRT: its operators.md lists the types it binds; OpenVINO: the frontend probe's element types."""
+    if ctx.target.name == "trt":
+        return C.document_basis(C.target_document(ctx.target))
+    rel = ctx.target.profile.get("data", {}).get("support")
+    return C.table_basis(rel, "element_types") if rel else None
 
 
 class UnsupportedIODtype(Rule):
@@ -40,7 +50,7 @@ class UnsupportedIODtype(Rule):
     name = "unsupported-io-dtype"
     severity = Severity.ERROR
     dialects = frozenset({ONNX, OPENVINO})
-    source = "../shared/reference/onnx-tensorrt-operators-trt10.15.md (supported data types)"
+    source = "https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md (supported data types)"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         bad = UNBINDABLE.get(ctx.target.name, set())
@@ -52,5 +62,5 @@ class UnsupportedIODtype(Rule):
                         None,
                         f"{kind} {quote(v.name)} has element type {v.dtype}, which {ctx.target.title} cannot bind "
                         f"as a network {kind.lower()}.",
-                        value=v, dtype=v.dtype,
+                        value=v, dtype=v.dtype, **C.props(_basis(ctx)),
                     )

@@ -19,8 +19,8 @@ class OpenvinoMissingLayout(Rule):
     ## What it checks
     Every Parameter of rank 3 or more, and every rank-4 Result, for a `layout` entry in its
     rt_info (what `PrePostProcessor.input().model().set_layout()` or `ovc --layout` write).
-    Rank-4 inputs are warnings, other ranks notes. The suggested layout is guessed from where
-    the 1- or 3-sized channel dim sits.
+    A note (info): OpenVINO compiles and runs such a model, and only layout-aware preprocessing
+    needs the layout. The suggested layout is guessed from where the 1- or 3-sized channel dim sits.
 
     ## Why it matters
     OpenVINO assumes no default layout. Without one, `PrePostProcessor` cannot convert
@@ -39,7 +39,7 @@ class OpenvinoMissingLayout(Rule):
 
     id = "GL5001"
     name = "openvino-missing-layout"
-    severity = Severity.WARNING
+    severity = Severity.INFO
     dialects = frozenset({OPENVINO})
     fixable = True
     source = "OpenVINO docs: Layout API overview, PrePostProcessor (openvino.preprocess)"
@@ -63,7 +63,7 @@ class OpenvinoMissingLayout(Rule):
                      description=f"PrePostProcessor: ppp.{'output' if output else 'input'}('{v.name}').model()"
                                  f".set_layout(ov.Layout('{layout}')) (full snippet in params.ppp).")
         hint = f"; it looks like {guess}" if guess else "; set the one the model was trained with"
-        sev = Severity.WARNING if (v.rank == 4 and not output) else Severity.INFO
+        sev = Severity.INFO  # OpenVINO compiles and runs it; only layout-aware preprocessing needs the layout
         return ctx.finding(
             v.producer if output else None,
             f"{kind} {quote(v.name)} {_fmt(v.shape)} has no layout in the IR; OpenVINO assumes none, so layout "

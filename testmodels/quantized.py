@@ -30,6 +30,7 @@ from typing import Any
 
 import onnx
 
+from graphlint.fix.graphutil import topo_sort
 from testmodels.common import cached
 from testmodels.quant_export import exports, feeds, preprocessed
 
@@ -149,21 +150,8 @@ def _fp16_scales(folder: str, dst: str, v: Variant) -> None:
     if v.options["opset"]:
         model = version_converter.convert_version(model, v.options["opset"])
     model = convert_float_to_float16(model, keep_io_types=True)
-    _topological(model.graph)  # the converter appends its input Casts last
+    topo_sort(model.graph)  # the converter appends its input Casts last (what graphlint fix's topological-sort does)
     onnx.save(model, dst)
-
-
-def _topological(graph: onnx.GraphProto) -> None:
-    import networkx as nx
-
-    producer = {o: i for i, n in enumerate(graph.node) for o in n.output}
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(graph.node)))
-    g.add_edges_from((producer[x], i) for i, n in enumerate(graph.node) for x in n.input if x in producer)
-    order = list(nx.lexicographical_topological_sort(g))
-    nodes = [graph.node[i] for i in order]
-    del graph.node[:]
-    graph.node.extend(nodes)
 
 
 _BUILDERS: dict[str, Callable[[str, str, Variant], None]] = {

@@ -11,8 +11,11 @@ marks a node unsupported or a documented restriction is shown violated (trtdoc.p
 positive = at least one error.
 
 * test_corpus_truth_matches_engines: the corpus builds and the engines still do what truth.json says.
-* test_error_precision_recall / test_trt_agreement / test_noise_budget: the thresholds of issue 17
-  (xfail until the severity work lands).
+* test_error_precision_and_recall / test_trt_agreement / test_noise_budget: the thresholds
+  of issue 17.
+  OpenVINO's recall is short of them (7 models its frontend or runtime refuses for reasons
+  graphlint does not model, docs/conformance.md): that case is an expected failure, strict, so
+  reaching the bar turns it into a failure that asks for the mark to go.
 
 Run as a script to print every number and disagreement (docs/conformance.md, "Real models"):
 
@@ -40,7 +43,9 @@ from testmodels.pool import isolated_map  # noqa: E402
 from tests.test_conformance_backend import Score  # noqa: E402
 
 PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0
-XFAIL = pytest.mark.xfail(strict=False, reason="issue 17: severity work in progress")
+OPENVINO_RECALL = pytest.mark.xfail(strict=True, reason=(
+    "OpenVINO recall 10/17: silero VAD v5/v6 x4 (its frontend loses an If output's rank before a Conv), "
+    "SLANet's Loop, and the IR of the two baked-in dynamic exports are not modelled (docs/conformance.md)"))
 
 
 def _line(text: str) -> str:
@@ -141,13 +146,19 @@ def clean(row: dict) -> bool:
 
 
 def noise(data: tuple[dict, ...], target: str) -> dict:
-    """Findings shown by default per model on models every engine accepts: median, and by severity."""
+    """Findings shown by default per model on models every engine accepts: median, and by severity.
+
+    Shown by default is what the text report lists: every error and warning, and for info-level
+    findings one summary line per model (``--show-info`` lists them; JSON and SARIF carry all), so
+    a model with infos counts one for them. ``findings`` is the median count of all findings."""
     shown = [r["graphlint"][target] for r in data if clean(r) and target in r["graphlint"]]
     counts = [g["counts"] for g in shown]
     per = {sev: [c.get(sev, 0) for c in counts] for sev in ("error", "warning", "info")}
-    totals = [sum(c.values()) for c in counts]
+    totals = [c.get("error", 0) + c.get("warning", 0) + (1 if c.get("info") else 0) for c in counts]
+    everything = [sum(c.values()) for c in counts]
     return {"models": len(counts), "median": statistics.median(totals) if totals else 0.0,
             "mean": round(statistics.fmean(totals), 2) if totals else 0.0,
+            "findings": statistics.median(everything) if everything else 0.0,
             **{f"median_{k}": statistics.median(v) if v else 0 for k, v in per.items()},
             **{f"total_{k}": sum(v) for k, v in per.items()},
             "models_with_findings_by_rule": dict(collections.Counter(rule for g in shown for rule in g["rules"])
@@ -173,24 +184,23 @@ def test_corpus_truth_matches_engines():
 
 
 @pytest.mark.slow
-@XFAIL
-@pytest.mark.parametrize("target", ["ort", "openvino"])
-def test_error_precision_recall(target):
+@pytest.mark.parametrize(("metric", "target"), [("precision", "ort"), ("precision", "openvino"), ("recall", "ort"),
+                                                pytest.param("recall", "openvino", marks=OPENVINO_RECALL)])
+def test_error_precision_and_recall(metric, target):
     s, wrong = score(rows(), target)
-    assert s.precision >= PRECISION and s.recall >= RECALL, (
-        f"{target}: precision {s.precision:.3f}, recall {s.recall:.3f} (tp {s.tp}, fp {s.fp}, fn {s.fn}); "
-        f"first: {wrong[:3]}")
+    value, floor, kind = ((s.precision, PRECISION, "false positive") if metric == "precision"
+                          else (s.recall, RECALL, "false negative"))
+    assert value >= floor, (f"{target}: {metric} {value:.3f} (tp {s.tp}, fp {s.fp}, fn {s.fn}); "
+                            f"first: {[w for w in wrong if w['kind'] == kind][:3]}")
 
 
 @pytest.mark.slow
-@XFAIL
 def test_trt_agreement():
     s, wrong = score(rows(), "trt")
     assert agreement(s) >= TRT_AGREEMENT, f"trt: agreement {agreement(s):.3f} (fp {s.fp}, fn {s.fn}); first: {wrong[:3]}"
 
 
 @pytest.mark.slow
-@XFAIL
 @pytest.mark.parametrize("target", ["ort", "openvino", "trt"])
 def test_noise_budget(target):
     n = noise(rows(), target)

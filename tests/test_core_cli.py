@@ -21,9 +21,11 @@ def test_checker_reports_every_problem_not_only_the_first(tmp_path):
     r = run_cli(p, "--target", "ort", "--format", "json", "--select", "GL0001")
     assert r.code == 1
     findings = r.json()["models"][0]["findings"]
-    nodes = {f["node"] for f in findings}
-    assert {"relu_bad_attr", "add_bad_dims"} <= nodes, findings
-    assert all(f["rule_id"] == "GL0001" and f["severity"] == "error" for f in findings)
+    errors = {f["node"] for f in findings if f["severity"] == "error"}
+    assert {"relu_bad_attr", "add_bad_dims"} <= errors, findings  # both rejected by ONNX Runtime
+    assert all(f["rule_id"] == "GL0001" for f in findings)
+    # the graph output without a shape is tolerated by ONNX Runtime: a spec-only warning
+    assert [f["properties"]["complaint"] for f in findings if f["severity"] != "error"] == ["output-missing-shape"]
 
 
 def test_opset_outside_target_depends_on_target_version(tmp_path):

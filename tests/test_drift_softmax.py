@@ -78,3 +78,29 @@ def test_unknown_rank(tmp_path):
     assert lint(save(unranked(-1), tmp_path, "a.onnx"), "ort", "GL2003") == []  # last axis at any rank
     found = lint(save(unranked(1), tmp_path, "b.onnx"), "ort", "GL2003")
     assert [(f.node, f.properties.get("rank")) for f in found] == [("sm", None)]
+
+
+def test_unknown_rank_is_a_warning_that_says_so(tmp_path):
+    """With the rank unknown, whether axis is the last one (both meanings agree) is unknown too."""
+    m = tiny([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1)], {"x": (np.float32, None)},
+             {"y": (np.float32, None)}, 11)
+    for target in ("openvino", "ort"):
+        (f,) = lint(save(m, tmp_path, "u.onnx"), target, "GL2003")
+        assert f.severity.label == "warning" and f.properties["unknown"] == ["rank"]
+        assert "unknown rank" in f.message and "basis" not in f.properties
+
+
+def test_attention_scores_of_a_real_opset11_export_are_clean():
+    """torch at opset 11 exports attention's softmax(dim=-1) as Softmax(axis=3) on a rank-4 input whose
+    rank ONNX inference leaves open (a Reshape to a computed shape): graphlint's shape pass knows it."""
+    import glob
+    import os
+
+    from testmodels.fp_classes import models
+
+    path = glob.glob(os.path.join(models(), "bert11.onnx"))[0]
+    sm = [n for n in onnx.load(path).graph.node if n.op_type == "Softmax"]
+    assert sm and all(a.i == 3 for n in sm for a in n.attribute if a.name == "axis")
+    assert onnx.load(path).opset_import[0].version == 11
+    for target in ("openvino", "ort", "trt"):
+        assert lint(path, target, "GL2003") == []

@@ -93,11 +93,13 @@ def test_if_without_branches_gives_results_with_their_own_fingerprints(tmp_path)
     targets = ("--target", "ort", "--target", "trt", "--target", "openvino")
     run = lint_sarif([p], str(tmp_path), *targets).sarif["runs"][0]  # the checker asserts uniqueness
     on_ctl = [x for x in run["results"] if x.get("properties", {}).get("node") == "ctl" and x["ruleId"] == "GL0001"]
-    texts = sorted(x["message"]["text"] for x in on_ctl)
+    errors = sorted((x for x in on_ctl if x["level"] == "error"), key=lambda x: x["message"]["text"])
+    texts = [x["message"]["text"] for x in errors]
     assert len(texts) == 2 and "Required attribute 'else_branch'" in texts[0] and "then_branch" in texts[1]
-    # The same finding for every target is one result listing them, not three equal alerts.
-    assert all(sorted(x["properties"]["targets"]) == ["openvino@2026.4:cpu", "ort@1.32:cpu", "trt@10.15"]
-               for x in on_ctl)
+    # The same finding for every target is one result listing them, not one alert per target:
+    # ONNX Runtime and OpenVINO reject the model; what TensorRT does is not recorded (a warning).
+    assert all(sorted(x["properties"]["targets"]) == ["openvino@2026.4:cpu", "ort@1.32:cpu"] for x in errors)
+    assert {x["level"] for x in on_ctl if x["properties"].get("target") == "trt@10.15"} == {"warning"}
     # Stable: the same run gives the same fingerprints; a node added elsewhere changes none of ctl's.
     again = lint_sarif([p], str(tmp_path), *targets).sarif["runs"][0]
     assert fingerprints(again, "ctl") == fingerprints(run, "ctl")

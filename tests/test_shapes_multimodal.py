@@ -144,8 +144,9 @@ def test_constant_reshape_pins_batch_and_breaks_at_other_sizes_in_ort_and_openvi
 # --- GL3007 optimization-profile -------------------------------------------------------------
 
 def test_trt_lists_inputs_that_need_a_profile():
-    found = lint(path("fusion.onnx"), "trt", "GL3007")
-    assert sorted(f.value for f in found) == ["input_ids", "pixel_values"]
+    (found,) = lint(path("fusion.onnx"), "trt", "GL3007")  # one note per model, not one per input
+    assert sorted(found.properties["inputs"]) == ["input_ids", "pixel_values"]
+    assert found.severity.label == "info" and "--shapes pixel_values:MIN,OPT,MAX" in found.message
     assert lint(path("fusion.onnx"), "ort", "GL3007") == []  # ort needs no profile
 
 
@@ -313,3 +314,33 @@ def test_reshape_that_folds_the_batch_into_another_axis(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     assert _session(bad).run(None, {"x": x})[0].shape == (1, 4)  # two samples in, one row out
     assert _session(good).run(None, {"x": x})[0].shape == (2, 4)
+
+
+# --- derived symbols: strided Conv over named input dims --------------------------------------
+
+def test_position_table_pins_the_patch_grid_of_a_dynamic_image(tmp_path):
+    """A ViT exported with height/width dynamic: the 17-row position table pins the patch count
+    that a stride-8 Conv makes of them. ONNX Runtime fails at 64x64; GL3003 says so, as an error,
+    because the input names the dims it declares dynamic. Unnamed, the same is a warning."""
+    import glob
+    import os
+
+    import onnx
+
+    from testmodels.fp_classes import models
+
+    path = glob.glob(os.path.join(models(), "broken_vit_dynhw.onnx"))[0]
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    sess.run(None, {"x": np.zeros((1, 3, 32, 32), np.float32)})
+    with pytest.raises(Exception, match=r"(?i)broadcast"):
+        sess.run(None, {"x": np.zeros((1, 3, 64, 64), np.float32)})
+    (f,) = lint(path, "ort", "GL3003")
+    assert f.severity.label == "error" and "'(height - 8)//8'" in f.message and "17" in f.message
+    assert f.properties["basis"].startswith("document:https://github.com/onnx/onnx/blob/v")
+    m = onnx.load(path)
+    for d in m.graph.input[0].type.tensor_type.shape.dim[2:]:
+        d.dim_param = ""  # what exporters write when they were not told the dims' names
+    unnamed = str(tmp_path / "unnamed.onnx")
+    onnx.save(m, unnamed)
+    (w,) = lint(unnamed, "ort", "GL3003")
+    assert w.severity.label == "warning" and w.properties["unknown"] == ["value"] and "unknown" in w.message

@@ -11,8 +11,9 @@ import re
 import pytest
 
 from graphlint.target import data_dir, resolve
+from tests.conftest import SHARED
 
-REF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "reference")
+REF = os.path.join(SHARED, "reference")
 SUPPORT = os.path.join(data_dir(), "support")
 
 

@@ -73,7 +73,9 @@ def test_ort_kernel_types_match_the_engine(tmp_path, opset, rejected):
     if rejected:
         f = errors(res, "GL1005")[0]
         assert f.node == "add" and "uint8" in f.message
-        assert "onnxruntime-1.32.0-cpu-kernels.generated.md:" in f.properties["source"]
+        # cites the table shipped in the package; the basis names its entry for the op
+        assert f.properties["source"].startswith("rules/data/support/ort-1.32-cpu.json")
+        assert f.properties["basis"] == "support-table:rules/data/support/ort-1.32-cpu.json#ai.onnx/Add"
 
 
 def test_ort_open_kernel_range_matches_start_version_only(tmp_path):
@@ -111,7 +113,10 @@ def test_openvino_missing_translator(tmp_path):
     m = _model([helper.make_node("Det", ["x"], ["y"], name="det")], [_vi("x", F, [2, 2])], [_vi("y", F, [])], opset=22)
     res = lint(tmp_path, m, "openvino")
     f = errors(res, "GL1001")[0]
-    assert "no conversion rule" in f.message and "openvino-onnx-supported-ops.md:" in f.properties["source"]
+    # cites the frontend's own table at its commit, with the op's line
+    assert "no conversion rule" in f.message and f.properties["source"].startswith(
+        "https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581cf29cae47563090e5deca0/"
+        "src/frontends/onnx/docs/supported_ops.md#L")
     assert not ov_compiles(m, tmp_path)
 
 
@@ -122,7 +127,9 @@ def test_trt_restrictions_cite_the_matrix_row(tmp_path):
     res = lint(tmp_path, m, "trt")
     msgs = [f.message for f in errors(res, "GL1004")]
     assert any("sorted=0" in x for x in msgs) and any("4000" in x and "3840" in x for x in msgs)
-    assert all("onnx-tensorrt-operators-trt10.15.md:" in x for x in msgs)
+    assert all("https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md#L" in x for x in msgs)
+    assert all(f.properties["basis"] == "support-table:rules/data/support/trt-10.15.json#TopK"
+               for f in errors(res, "GL1004"))
 
 
 def test_trt_build_time_constant_inputs(tmp_path):
@@ -206,3 +213,101 @@ def test_partition_islands_stats_json_and_sarif(tmp_path, sarif_validator):
     sarif_validator(sarif)
     gl110 = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GL1010"]
     assert len(gl110) == 2 and gl110[0]["properties"]["node"] == "bern"
+
+
+def test_function_op_newer_than_its_body_is_inlined_like_ort_does(tmp_path):
+    """HardSwish-14 has no ORT CPU kernel; ORT inlines its function body. In an opset-18 model (what
+    the dynamo exporter writes) the body onnx returns still declares opset 14, which onnx's inliner
+    would skip: the table check must expand it at the model's opset, as ORT does."""
+    import glob
+
+    from testmodels.fp_classes import models
+
+    path = glob.glob(os.path.join(models(), "hardswish18.onnx"))[0]
+    m = onnx.load(path)
+    assert m.opset_import[0].version == 18 and "HardSwish" in {n.op_type for n in m.graph.node}
+    assert ort_loads(m)
+    res = lint_paths([path], LintOptions(targets=["ort"], select=["GL1"]))
+    assert not errors(res.results[0])
+    # the same on a one-node opset-18 graph (the body's HardSigmoid and Mul have float kernels)
+    m18 = _model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")], [_vi("x", F, [2])], [_vi("y", F, [2])],
+                 opset=18)
+    assert ort_loads(m18) and not errors(lint(tmp_path, m18, "ort"))
+
+
+@pytest.mark.parametrize(("op", "opset", "runs"), [("Swish", 24, True), ("Swish", 25, False), ("Swish", 26, False),
+                                                   ("HardSwish", 26, True), ("Mish", 26, True)])
+def test_ort_inlines_a_function_body_only_where_its_ops_are_unchanged(tmp_path, op, opset, runs):
+    """Swish-24's body (Constant, CastLike) is written for opset 24; both ops changed at 25, and ORT
+    then finds no implementation for Swish(24). HardSwish's and Mish's bodies are the same at 26."""
+    m = _model([helper.make_node(op, ["x"], ["y"], name="act")], [_vi("x", F, [2])], [_vi("y", F, [2])], opset=opset)
+    assert ort_loads(m) == runs
+    errs = errors(lint(tmp_path, m, "ort"))
+    assert bool(errs) == (not runs)
+    if errs:
+        assert "does not inline its function body" in errs[0].message and "CastLike" in errs[0].message
+
+
+def test_model_local_functions_run_in_ort_but_not_openvino(tmp_path):
+    """onnxscript writes helper functions as model-local functions; ONNX Runtime inlines them,
+    OpenVINO 2026.4's frontend has no conversion rule for the call (its table records the probe)."""
+    fn = helper.make_function("corpus.local", "gated", ["x"], ["y"],
+                              [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+                              [helper.make_opsetid("", 18)])
+    g = helper.make_graph([helper.make_node("gated", ["x"], ["y"], domain="corpus.local", name="call")], "g",
+                          [_vi("x", F, [2])], [_vi("y", F, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("corpus.local", 1)],
+                          functions=[fn], ir_version=10)
+    assert ort_loads(m) and not ov_compiles(m, tmp_path)
+    assert not errors(lint(tmp_path, m, "ort"))
+    (f,) = errors(lint(tmp_path, m, "openvino"), "GL1001")
+    assert f.node == "call" and "model-local function" in f.message
+    assert f.properties["basis"] == "support-table:rules/data/support/openvino-2026.4.json#local_functions"
+
+
+def _scan_model(outer_ref: bool):
+    """A cumulative-sum Scan whose body adds a main-graph value: an initializer, or with
+    ``outer_ref`` one computed by a node of the main graph."""
+    body_nodes = [helper.make_node("Add", ["s_in", "x_t"], ["s1"])]
+    body_nodes.append(helper.make_node("Add", ["s1", "shift" if outer_ref else "bias"], ["s_out"]))
+    body_nodes.append(helper.make_node("Identity", ["s_out"], ["y_t"]))
+    body = helper.make_graph(body_nodes, "body", [_vi("s_in", F, [2]), _vi("x_t", F, [2])],
+                             [_vi("s_out", F, [2]), _vi("y_t", F, [2])])
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1, name="scan")
+    return _model([helper.make_node("Neg", ["s0"], ["shift"]), scan], [_vi("s0", F, [2]), _vi("xs", F, [3, 2])],
+                  [_vi("s", F, [2]), _vi("ys", F, [3, 2])], inits=[numpy_helper.from_array(np.ones(2, np.float32), "bias")])
+
+
+def test_openvino_scan_body_must_not_read_the_enclosing_graph(tmp_path):
+    """OpenVINO's Scan translator counts a body's reads of the enclosing graph as missing node
+    inputs (scan.cpp: "Number of Scan node inputs ... is less than required"); ONNX Runtime runs it.
+    The expanded LinearAttention node tests (opset 27) are built this way."""
+    for outer in (False, True):
+        m = _scan_model(outer)
+        assert ort_loads(m) and ov_compiles(m, tmp_path) == (not outer)
+        errs = errors(lint(tmp_path, m, "openvino"), "GL1004")
+        assert [f.node for f in errs] == (["scan"] if outer else [])
+        assert not errors(lint(tmp_path, m, "ort"))
+
+
+def test_openvino_converts_untaken_branches_too(tmp_path):
+    """An If branch that splits a length-4 input into 5 parts never runs (ONNX Runtime is fine),
+    but OpenVINO's frontend converts both branches with their static shapes and refuses the Split
+    ("The split number is invalid"). The expanded AffineGrid node tests have such a 3-D branch."""
+    def branch(n: int, name: str):
+        outs = [f"{name}{i}" for i in range(n)]
+        return helper.make_graph([helper.make_node("Split", ["size"], outs, num_outputs=n)], name, [],
+                                 [_vi(outs[0], I64, [1])])
+    m = _model([helper.make_node("If", ["c"], ["first"], then_branch=branch(4, "t"), else_branch=branch(5, "e"),
+                                 name="if")],
+               [_vi("c", TensorProto.BOOL, []), _vi("size", I64, [4])], [_vi("first", I64, [1])], opset=18)
+    assert ort_loads(m) and not ov_compiles(m, tmp_path)
+    (f,) = errors(lint(tmp_path, m, "openvino"), "GL1004")
+    assert "static length 4 into num_outputs=5" in f.message and f.properties["basis"].endswith("#ai.onnx/Split")
+    # the frontend's chunking: ceil(length / n) each, the rest last; 7 into 3 converts, 6 into 4 does not
+    for length, n, ok in ((7, 3, True), (6, 4, False), (8, 4, True)):
+        outs = [f"o{i}" for i in range(n)]
+        split = _model([helper.make_node("Split", ["x"], outs, num_outputs=n, name="sp")], [_vi("x", I64, [length])],
+                       [_vi(o, I64, None) for o in outs], opset=18)
+        assert ov_compiles(split, tmp_path) == ok
+        assert bool(errors(lint(tmp_path, split, "openvino"), "GL1004")) == (not ok)

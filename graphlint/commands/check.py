@@ -26,6 +26,9 @@ FORMATS = ["text", "json", "sarif", "github"]
               help="Report only findings not recorded in this baseline file.")
 @click.option("--stats", "--profile", "stats", is_flag=True, help="Print time per phase and per rule family on stderr.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: only on a TTY).")
+@click.option("--show-info", is_flag=True,
+              help="List info-level findings in the text report (default: one summary line per model; "
+                   "JSON and SARIF always carry them).")
 @click.option("--time-budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Give up on a model (exit 2) after this long; 0 = no limit. Default: 300.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -36,7 +39,7 @@ FORMATS = ["text", "json", "sarif", "github"]
                    "in .json); the text report prints them too.")
 @guarded
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
-            baseline_path, stats, color, time_budget, jobs, keep_fp32) -> None:
+            baseline_path, stats, color, show_info, time_budget, jobs, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if common.PROCESS_EXITS_AFTER:
         # No cyclic garbage collection: the run keeps every model it lints until the report is
@@ -63,14 +66,14 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
     if color is None:
         color = fmt == "text" and not output and sys.stdout.isatty()
     t_report = time.perf_counter()
-    emit(render(run, fmt, color=color), output)
+    level = Severity.parse(fail_level or opts.fail_level)
+    emit(render(run, fmt, color=color, show_info=show_info or level <= Severity.INFO), output)
     keep_lists(run, fmt, output, keep_fp32)
     t_report = time.perf_counter() - t_report
     for fail in run.failures:
         click.echo(f"graphlint: error: {fail.path}: {fail.message}", err=True)
     if stats:
         print_stats(run, t_report)
-    level = Severity.parse(fail_level or opts.fail_level)
     sys.exit(lint.exit_code(run, level))
 
 

@@ -1,4 +1,9 @@
-"""Text report for people: grouped by model, then node; colour only on a TTY."""
+"""Text report for people: grouped by model, then node; colour only on a TTY.
+
+Errors and warnings are listed; info-level findings (advice whose premise the model alone does
+not settle: fp16 builds, tensor-core alignment, profiles the build will pass) are one summary
+line per model unless ``show_info`` (``--show-info``). JSON, SARIF and the exit code see every
+finding either way."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ def _where(f: Finding) -> str:
     return ", ".join(bits)
 
 
-def render_text(run: Run, *, color: bool = False) -> str:
+def render_text(run: Run, *, color: bool = False, show_info: bool = False) -> str:
     def style(text: str, **kw) -> str:
         return click.style(text, **kw) if color else text
 
@@ -37,8 +42,11 @@ def render_text(run: Run, *, color: bool = False) -> str:
         if part:  # set by GL1010 (rules/gl110_partition.py)
             lines.append(f"  partition: {part['supported_pct']}% of {part['nodes']} nodes supported, "
                          f"{part['islands']} island(s), {part['unsupported_islands']} unsupported")
+        hidden = [] if show_info else [f for f in findings if f.severity <= Severity.INFO]
+        if hidden:
+            findings = [f for f in findings if f.severity > Severity.INFO]
         if not findings:
-            lines.append("  no findings")
+            lines.append("  no errors or warnings" if hidden else "  no findings")
         groups: dict[tuple, list[Finding]] = {}
         for f in findings:  # one block per node (or per value / the model), in finding order
             groups.setdefault((f.node, f.op_type, None if f.node else f.value), []).append(f)
@@ -55,6 +63,8 @@ def render_text(run: Run, *, color: bool = False) -> str:
                     kind = "safe" if f.rewrite.safe else "unsafe, changes results"
                     desc = f" - {f.rewrite.description}" if f.rewrite.description else ""
                     lines.append(f"            fix: {f.rewrite.name} ({kind}){desc}")
+        if hidden:
+            lines.append("  " + style("info", fg=_COLORS[Severity.INFO]) + f"  {_info_line(hidden)}")
         lines.append("")
     c = run.counts()
     fixable = sum(1 for f in run.findings() if f.rewrite)
@@ -70,6 +80,16 @@ def render_text(run: Run, *, color: bool = False) -> str:
     lines.append(summary + ".")
     lines.extend(run.notes)
     return "\n".join(lines) + "\n"
+
+
+def _info_line(infos: list[Finding]) -> str:
+    """One line for a model's info findings: how many of each rule, and how to see them."""
+    per_rule: dict[str, int] = {}
+    for f in infos:
+        key = f"{f.rule_id} {f.rule_name}"
+        per_rule[key] = per_rule.get(key, 0) + 1
+    rules = ", ".join(f"{k} ({n})" for k, n in per_rule.items())
+    return f"{_count(len(infos), 'note')} not listed: {rules}; --show-info lists them."
 
 
 def _count(n: int, noun: str) -> str:

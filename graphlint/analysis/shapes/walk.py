@@ -78,7 +78,8 @@ class ShapeWalk:
                 continue
             dims: list[SDim] = []
             for axis, d in enumerate(shape):
-                p = to_poly(d) if d is not None else Poly.sym(unnamed_symbol(v.name, axis))
+                # an empty dim_param is no name (writers that clear the name leave "")
+                p = to_poly(d) if d is not None and d != "" else Poly.sym(unnamed_symbol(v.name, axis))
                 for s in p.symbols:
                     f.origins.setdefault(s, []).append((v.name, axis))
                 dims.append(p.subs(self.env) if self.env else p)

@@ -27,9 +27,10 @@ from graphlint.analysis.support.common import (
     Support,
     message,
 )
-from graphlint.ir import ONNX, Node
+from graphlint.ir import ONNX, Model, Node
+from graphlint.target import Target
 
-__all__ = ["CONSTRAINT", "DTYPE", "FUSED", "TRAP", "UNSUPPORTED", "Issue", "Support", "emit", "message"]
+__all__ = ["CONSTRAINT", "DTYPE", "FUSED", "TRAP", "UNSUPPORTED", "Issue", "Support", "accepts", "emit", "message"]
 
 
 @analysis("support", requires=("all_nodes",))
@@ -45,14 +46,25 @@ def support(ctx: AnalysisContext) -> Support:
     memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
     # A model-local function call is not evaluated: engines inline the body, whose nodes are.
     nodes = ctx.analysis("all_nodes")
+    inlined = functions if table.get("local_functions", True) else {}  # OpenVINO 2026.4 expands none
     if functions or any(node.dialect != ONNX for node in nodes):
         nodes = [node for node in nodes if node.dialect == ONNX
-                 and not (functions and (node.domain, node.op_type) in functions)]
+                 and not (inlined and (node.domain, node.op_type) in inlined)]
     for node in nodes if screen is None else screen(nodes, table, memo):
         found = fn(node, target, table, model, memo)
         if found:
             issues[node] = found
     return Support(issues, len(nodes), rel)
+
+
+def accepts(node: Node, target: Target, model: Model) -> bool:
+    """Whether ``target``'s support table takes ``node`` (False when the target has none): the
+    question another rule asks about one node, without the whole model's analysis."""
+    table = target.data("support")
+    if not table:
+        return False
+    fn, _ = EVALUATORS[table["kind"]]
+    return not any(i.rejects for i in fn(node, target, table, model, {}))
 
 
 def emit(ctx: Any, category: str) -> list[Any]:
@@ -62,6 +74,10 @@ def emit(ctx: Any, category: str) -> list[Any]:
     for node, issue in sup.by_category(category):
         props = {"constraint": issue.constraint, "source": issue.source, "domain": node.domain,
                  "opset": node.opset, **{k: v for k, v in issue.extra.items() if k != "value"}}
+        if issue.rejects:  # the severity contract (docs/severity.md): the table entry that decides
+            key = (node.op_type if sup.table.startswith("support/trt") else
+                   "local_functions" if issue.constraint == "function" else f"{node.domain}/{node.op_type}")
+            props["basis"] = f"support-table:rules/data/{sup.table}#{key}"
         value = issue.extra.get("value")
         out.append(ctx.finding(node, message(node, issue), severity=issue.severity, rewrite=issue.rewrite,
                                value=value, **props))

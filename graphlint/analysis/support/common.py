@@ -74,7 +74,10 @@ def evaluator(kind: str, screen: Screen | None = None) -> Callable[[Evaluator], 
 
 
 def source_of(table: dict[str, Any], row: int | None) -> str:
-    return f"{table.get('source', '?')}:{row}" if row else table.get("source", "?")
+    """The citation of a table row: the published document's URL with the row's line anchor, when
+    the table's rows are lines of that document (``row_anchor``), else the source alone."""
+    src, anchor = table.get("source", "?"), table.get("row_anchor")
+    return f"{src}{anchor}{row}" if row and anchor else src
 
 
 @functools.cache
@@ -120,17 +123,53 @@ def const_value(v: Value | None) -> Any:
         return None
 
 
+def outer_value(v: Value) -> Value:
+    """The value a subgraph's reference to an enclosing graph's name stands for (else ``v``)."""
+    g = v.graph
+    while v.producer is None and v.const is None and not v.is_input and g.owner is not None:
+        g = g.owner.graph
+        found = g.values.get(v.name)
+        if found is None:
+            break
+        v = found
+    return v
+
+
+_RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"})
+
+
 def is_constant(v: Value, *, initializer_only: bool = False, depth: int = 8) -> bool:
     """Initializer or Constant output; unless ``initializer_only``, also anything computed only
     from constants (what an engine's constant folding resolves at build time)."""
+    v = outer_value(v)
     if v.const is not None:
         return True
     if initializer_only or depth <= 0 or v.producer is None or v.is_input:
         return False
     p = v.producer
-    if p.op_type in ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"):
+    if p.op_type in _RANDOM:
         return False
     return all(i is None or is_constant(i, depth=depth - 1) for i in p.inputs) and not p.subgraphs
+
+
+def from_run_time(v: Value) -> bool:
+    """Whether a value depends on a graph input (or a random op, or an If/Loop/Scan output): no
+    build-time constant folding can resolve it. Values computed from constants alone do not."""
+    stack, seen = [v], set()
+    while stack:
+        cur = outer_value(stack.pop())
+        if id(cur) in seen or cur.const is not None:
+            continue
+        seen.add(id(cur))
+        p = cur.producer
+        if p is None:
+            if cur.is_input or cur.graph.owner is not None:  # a graph input, or a subgraph input
+                return True
+            continue
+        if p.subgraphs or p.op_type in _RANDOM:
+            return True
+        stack.extend(i for i in p.inputs if i is not None and i.name)
+    return False
 
 
 def named_input(node: Node, i: int) -> Value | None:
@@ -183,4 +222,5 @@ def fused_rewrite(target: Target, node: Node, entry: dict[str, Any]) -> Rewrite:
 
 def fused_source(target: Target, entry: dict[str, Any]) -> str:
     fused = target.data("fused") or {}
-    return f"{fused.get('source', 'contrib-fused.toml')}:{entry.get('row')}"
+    op = next((k for k, v in fused.get("ops", {}).items() if v is entry), "?")
+    return f"{fused.get('source', 'contrib-fused.toml')} [ops.{op}]"

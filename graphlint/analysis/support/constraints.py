@@ -20,9 +20,11 @@ from graphlint.analysis.support.common import (
     const_value,
     default,
     fmt,
+    from_run_time,
     input_name,
     is_constant,
     named_input,
+    outer_value,
     output_name,
 )
 from graphlint.ir import Node
@@ -54,9 +56,11 @@ def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str
             continue
         reason, name = res
         sev = Severity.parse(c.get("severity", "error"))
-        text = c.get("text", "")
-        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source),
-                         extra={"constraint_text": text} if text else {}))
+        extra: dict[str, Any] = {"constraint_text": c["text"]} if c.get("text") else {}
+        if name.startswith("unknown:"):  # a premise the check could not settle: never an error
+            name, sev = name[len("unknown:"):], min(sev, Severity.WARNING)
+            extra["unknown"] = ["value"]
+        out.append(Issue(CONSTRAINT, sev, reason, name, c.get("source", source), extra=extra))
     return out
 
 
@@ -126,7 +130,12 @@ def _const_input(node: Node, c: dict[str, Any]) -> Verdict:
         name = input_name(node, i)
         if not is_constant(v, initializer_only=init_only):
             what = "an initializer" if init_only else "a build-time constant"
-            return f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}"
+            if from_run_time(v):
+                return f"input {name} ('{v.name}') is computed at run time; it must be {what}", f"input:{name}"
+            # from constants alone, through a chain the check does not follow: whether the engine
+            # folds it first is not known, so the caller keeps this below error
+            return (f"input {name} ('{v.name}') is computed from constants by other nodes; it must be {what}, "
+                    "and whether the engine folds it first is unknown", f"unknown:input:{name}")
         if "values" in c:
             val = const_value(v)
             if val is not None and val.size == 1 and bool(val.reshape(-1)[0]) not in c["values"]:
@@ -273,4 +282,30 @@ def _if_branches(node: Node, c: dict[str, Any]) -> Verdict:
                         "subgraph:rank")
             if a.name == b.name:
                 return f"both branches name their output '{a.name}'; the names must differ", "subgraph:names"
+    return None
+
+
+@checks("body_no_outer")
+def _body_no_outer(node: Node, c: dict[str, Any]) -> Verdict:
+    """The subgraph reads names of an enclosing graph (implicit inputs)."""
+    body = node.subgraphs.get(c["attr"])
+    outer = sorted({v.name for v in body.values.values() if v.producer is None and v.const is None
+                    and not v.is_input and v.consumers and outer_value(v).const is None}) if body else []
+    if outer:
+        return (f"has a {c['attr']} that reads {len(outer)} value(s) of the enclosing graph ('{outer[0]}'); "
+                "the engine takes only the node's own inputs", f"attr:{c['attr']}")
+    return None
+
+
+@checks("split_outputs_fit")
+def _split_outputs_fit(node: Node, c: dict[str, Any]) -> Verdict:
+    n, x = attr(node, "num_outputs"), named_input(node, 0)
+    x = outer_value(x) if x is not None else None
+    axis = attr(node, "axis") or 0
+    dims = x.shape if x is not None else None
+    if n and dims is not None and -len(dims) <= axis < len(dims) and isinstance(dims[axis], int):
+        length, chunk = dims[axis], -(-dims[axis] // n)
+        if length - chunk * (n - 1) <= 0:  # chunks of ceil(length / n) leave nothing for the last
+            return (f"splits an axis of static length {length} into num_outputs={n}, which leaves the last "
+                    f"of its chunks of {chunk} empty", "attr:num_outputs")
     return None

@@ -24,6 +24,10 @@ from graphlint.target import Target
 
 @evaluator("ov-onnx-frontend")
 def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None, memo: dict) -> list[Issue]:
+    if model is not None and model.functions and (node.domain, node.op_type) in model.functions:
+        return [Issue(UNSUPPORTED, Severity.ERROR, f"calls a model-local function, which {target.title}'s ONNX "
+                                                   f"frontend does not expand (no conversion rule for "
+                                                   f"{node.domain}.{node.op_type})", "function", table["source"])]
     dom = table["domains"].get(node.domain)
     entry = dom.get(node.op_type) if dom else None
     opset = int(node.opset) if isinstance(node.opset, int) else 1

@@ -18,6 +18,7 @@ from graphlint.analysis.support.common import (
     fused_entry,
     fused_rewrite,
     fused_source,
+    onnx_schema,
     source_of,
 )
 from graphlint.analysis.support.constraints import check_constraints
@@ -60,12 +61,16 @@ def _ort(node: Node, target: Target, table: dict[str, Any], model: Model | None,
     src = source_of(table, entry.get("row"))
     kind, detail, since = verdict
     if kind == "fp16":
-        return [Issue(DTYPE, Severity.WARNING, f"({node.op_type}-{since}) has no float16 CPU kernel: {title} runs it "
+        return [Issue(DTYPE, Severity.INFO, f"({node.op_type}-{since}) has no float16 CPU kernel: {title} runs it "
                                                f"in float32 between inserted Casts", "dtype:float16", src)]
     schema = entry["schemas"].get(str(since)) or {}
     if schema.get("function") and model is not None:
         # No kernel: ORT inlines the op's function body (once; ops in it must have kernels).
         body = _ort_function_body(node, model, opset)
+        if isinstance(body, str):  # ORT does not inline a body written for other versions of its ops
+            return [Issue(cat, Severity.ERROR, f"({node.op_type}-{since} at opset {opset}) {detail}; {title} does "
+                                               f"not inline its function body: {body}", "function-opset", src,
+                          rewrite=rw)]
         if body is not None:
             graph_ops = table.get("graph_ops", {})
             for sub in body:
@@ -153,8 +158,9 @@ class _BodyNode:
         self.op_type, self.domain, self.opset, self.inputs, self.outputs = op_type, domain, opset, inputs, outputs
 
 
-def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] | None:
-    """The nodes ORT gets when it inlines ``node``'s schema function, with inferred element types."""
+def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] | str | None:
+    """The nodes ORT gets when it inlines ``node``'s schema function, with inferred element types;
+    a reason (str) when ORT does not inline it; None when the body cannot be built here."""
     import onnx
     import onnx.defs
     import onnx.inliner
@@ -181,6 +187,15 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
             raw = schema.get_function_with_opset_version(opset)
             fn = onnx.FunctionProto.FromString(raw) if isinstance(raw, bytes) else (raw or schema.function_body)
         fn.domain, fn.name = "graphlint.inline", node.op_type
+        # The body onnx returns for this opset may declare an older one, the opset its function
+        # was written for (HardSwish-14's at opset 18). ORT inlines it when every op of the body
+        # has the same schema at both (HardSwish at 18 runs) and not otherwise (Swish-24 at 25:
+        # Constant and CastLike changed at 25; "Could not find an implementation for Swish(24)").
+        changed = _changed_since(fn, opset)
+        if changed:
+            return changed
+        del fn.opset_import[:]
+        fn.opset_import.extend(proto.opset_import)
         call = helper.make_node(node.op_type, list(np_.input), list(np_.output), domain="graphlint.inline")
         call.attribute.extend(np_.attribute)
         inputs = [helper.make_tensor_value_info(v.name, dtypes.ONNX_ENUM.get(v.dtype or "", 0), None)
@@ -198,6 +213,24 @@ def _ort_function_body(node: Node, model: Model, opset: int) -> list[_BodyNode] 
     return [_BodyNode(n.op_type, n.domain or ONNX_DOMAIN, versions.get(n.domain or ONNX_DOMAIN, opset),
                       [_BodyValue(i, types_of.get(i)) for i in n.input],
                       [_BodyValue(o, types_of.get(o)) for o in n.output]) for n in m.graph.node]
+
+
+def _changed_since(fn: Any, opset: int) -> str:
+    """Why a function body written for an older opset is not the same body at ``opset`` (its ops
+    have other schema versions there), or "" when it is."""
+    written = next((o.version for o in fn.opset_import if o.domain in ("", ONNX_DOMAIN)), opset)
+    if written == opset:
+        return ""
+    changed = sorted({n.op_type for n in fn.node if n.domain in ("", ONNX_DOMAIN)
+                      and _since(n.op_type, written) != _since(n.op_type, opset)})
+    if not changed:
+        return ""
+    return f"the body is written for opset {written} and its {', '.join(changed)} changed since"
+
+
+def _since(op: str, opset: int) -> int | None:
+    schema = onnx_schema(op, opset, ONNX_DOMAIN)
+    return schema.since_version if schema is not None else None
 
 
 def _bind(node: Node, schema: dict[str, Any] | None) -> dict[str, str]:

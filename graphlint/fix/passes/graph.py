@@ -1,4 +1,4 @@
-"""Graph clean-up passes: constant folding, dead-node removal, cancelling Transpose pairs."""
+"""Graph clean-up passes: node order, constant folding, dead-node removal, cancelling Transpose pairs."""
 
 from __future__ import annotations
 
@@ -91,6 +91,49 @@ class FoldConstants(Pass):
         gu.prune(model)
         return PassResult(model, True, [f"folded {len(folded)} constant node(s) into initializers: "
                                         + ", ".join(folded[:8]) + (" ..." if len(folded) > 8 else "")])
+
+
+@register_pass
+class TopologicalSort(Pass):
+    """Put the nodes of every graph in topological order (onnx.checker requires it; engines sort
+    anyway). onnxruntime's fp16 converter with keep_io_types=True appends its input Casts last."""
+
+    name = "topological-sort"
+
+    def apply(self, model: onnx.ModelProto, requests: list[dict[str, Any]], ctx: FixContext) -> PassResult:
+        changes: list[str] = []
+
+        def visit(g: onnx.GraphProto, outer: set[str]) -> None:
+            late = _read_before_made(g)
+            if late:
+                gu.topo_sort(g)
+                changes.append(f"moved {len(late)} node(s) of graph {g.name or 'main'!r} ahead of the nodes that "
+                               f"read their outputs: {', '.join(late[:5])}" + (" ..." if len(late) > 5 else ""))
+            seen = outer | {i.name for i in g.input} | {t.name for t in g.initializer}
+            seen.update(o for n in g.node for o in n.output)
+            for n in g.node:
+                for a in n.attribute:
+                    for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                        visit(sub, seen)
+
+        visit(model.graph, set())
+        return PassResult(model, bool(changes), changes)
+
+
+def _read_before_made(g: onnx.GraphProto) -> list[str]:
+    """Labels of the nodes whose outputs an earlier node of ``g`` reads."""
+    made = {o: i for i, n in enumerate(g.node) for o in n.output if o}
+    late: dict[int, None] = {}
+    for i, n in enumerate(g.node):
+        reads = set(n.input)
+        for a in n.attribute:  # a subgraph may read the enclosing graph's values too
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                reads |= gu.outer_names(sub)
+        for name in reads:
+            j = made.get(name)
+            if j is not None and j > i:
+                late[j] = None
+    return [gu.label(g.node[j]) for j in sorted(late)]
 
 
 @register_pass

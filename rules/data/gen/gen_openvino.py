@@ -8,8 +8,11 @@ since-version, a one-node model is converted with OpenVINO's ONNX frontend; the 
 that opset, whatever the inputs. Errors of the translator itself (our placeholder inputs are not
 meaningful) still mean a translator exists. The result per op is the lowest opset the frontend
 converts (it uses the newest translator at or below the model's opset, so support is open-ended
-upwards), cross-checked against the frontend's own table
-(shared/reference/openvino-onnx-supported-ops.md, whose row each entry cites).
+upwards), cross-checked against the frontend's own table (src/frontends/onnx/docs/supported_ops.md
+at the commit in ``DOCUMENT``, whose line each entry cites). The frontend also registers most
+translators from opset 1, below the op's first ONNX schema (LayerNormalization, Gelu,
+GroupNormalization in older-opset models, as graph optimizers write them): for default-domain ops
+the lowest such opset is found by probing the op's first schema at lower model opsets.
 
 Element types the frontend can load at all are probed the same way (a graph input of each ONNX
 type feeding Identity). Translator and CPU-plugin checks that reject valid nodes (inputs that must
@@ -37,6 +40,9 @@ from graphlint.fsutil import atomic_write_text
 DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
 NOT_FOUND = re.compile(r"No conversion rule found for operations: ([^\n]*)")
 OV_VERSION = ov.get_version().split("-")[0]
+
+DOCUMENT = ("https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581cf29cae47563090e5deca0/"
+            "src/frontends/onnx/docs/supported_ops.md")
 
 _FE = "OpenVINO ONNX frontend conversion error"
 _CPU = "OpenVINO CPU plugin compile error"
@@ -83,6 +89,12 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
                     types=["float32"])],
         "Unsqueeze": [_c("const_input", "CPU plug-in doesn't support Unsqueeze operation with dynamic rank", _CPU,
                          inputs=[1])],
+        # The frontend converts every branch and body, taken or not, with their static shapes.
+        "Scan": [_c("body_no_outer", "Number of Scan node inputs is less than required based on body graph "
+                    "parameters (scan.cpp): a body that reads computed values of the enclosing graph (constants are "
+                    "fine)", _FE, attr="body")],
+        "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
+                     "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
                    "more than one element with keepdims=0)", _CPU, inputs=[1], when={"keepdims": 0}, allow_len=[1])]
            for op in ("ReduceSum", "ReduceLogSum")},
@@ -108,7 +120,7 @@ def _enum(tensor_type: str) -> int:
     return getattr(TensorProto, name, TensorProto.FLOAT)
 
 
-def _probe_model(schema: Any, domain: str) -> onnx.ModelProto:
+def _probe_model(schema: Any, domain: str, opset: int | None = None) -> onnx.ModelProto:
     allowed = {tc.type_param_str: list(tc.allowed_type_strs) for tc in schema.type_constraints}
     inputs, names = [], []
     for i, p in enumerate(schema.inputs):
@@ -121,10 +133,23 @@ def _probe_model(schema: Any, domain: str) -> onnx.ModelProto:
     node = helper.make_node(schema.name, names, outs, domain=domain)
     graph = helper.make_graph([node], "probe", inputs,
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
-    opsets = [helper.make_opsetid(domain, schema.since_version)]
+    opsets = [helper.make_opsetid(domain, opset or schema.since_version)]
     if domain:
         opsets.append(helper.make_opsetid("", 17))
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _lowest_opset(core: ov.Core, schema: Any, folder: str) -> int | None:
+    """The lowest model opset below the op's first schema at which the frontend converts it (a
+    translator registered at version k takes every opset from k on, so the answer is a bisection)."""
+    lo, hi, best = 1, schema.since_version - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if _converts(core, _probe_model(schema, "", mid), folder)[0]:
+            best, hi = mid, mid - 1
+        else:
+            lo = mid + 1
+    return best
 
 
 def _converts(core: ov.Core, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
@@ -206,6 +231,19 @@ def _dtypes(core: ov.Core, folder: str) -> tuple[list[str], list[str]]:
     return ok, bad
 
 
+def _local_functions(core: ov.Core, folder: str) -> bool:
+    """Whether a call of a model-local function (its body: Sigmoid, Mul) converts."""
+    fn = helper.make_function("local.probe", "gated", ["x"], ["y"],
+                              [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+                              [helper.make_opsetid("", 18)])
+    g = helper.make_graph([helper.make_node("gated", ["x"], ["y"], domain="local.probe")], "t",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local.probe", 1)],
+                          functions=[fn], ir_version=10)
+    return _converts(core, m, folder)[1] == ""
+
+
 def _max_opset(core: ov.Core, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
@@ -222,22 +260,31 @@ def build(md: str) -> dict[str, Any]:
     core = ov.Core()
     rows = _doc_rows(md)
     found: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"versions": [], "rejected": []})
+    first: dict[str, Any] = {}  # default-domain op -> its first schema
     with tempfile.TemporaryDirectory() as folder:
         for domain, schema in sorted(_schemas(), key=lambda x: (x[0], x[1].name, x[1].since_version)):
             ok, _ = _converts(core, _probe_model(schema, domain), folder)
             key = (domain or "ai.onnx", schema.name)
             (found[key]["versions"] if ok else found[key]["rejected"]).append(schema.since_version)
+            if not domain:
+                first.setdefault(schema.name, schema)
+        below = {op: _lowest_opset(core, schema, folder) for op, schema in first.items()
+                 if schema.since_version > 1 and found[("ai.onnx", op)]["versions"]}
         ok_types, bad_types = _dtypes(core, folder)
         max_opset = _max_opset(core, folder)
+        local_functions = _local_functions(core, folder)
     domains: dict[str, dict[str, Any]] = defaultdict(dict)
     for (dom, op), f in sorted(found.items()):
         row = rows.get((dom, op))
+        pre = below.get(op) if dom == "ai.onnx" else None
         entry: dict[str, Any] = {
-            "since": min(f["versions"]) if f["versions"] else None,
+            "since": pre or (min(f["versions"]) if f["versions"] else None),
             "probed": sorted(f["versions"] + f["rejected"]),
             "row": row[0] if row else None,
             "doc_versions": row[1] if row else None,
         }
+        if pre:
+            entry["schema_since"] = min(f["versions"])
         manual = MANUAL.get(dom, {}).get(op)
         if manual:
             entry["constraints"] = manual
@@ -251,7 +298,8 @@ def build(md: str) -> dict[str, Any]:
         "engine": "openvino",
         "version": OV_VERSION,
         "kind": "ov-onnx-frontend",
-        "source": "shared/reference/openvino-onnx-supported-ops.md",
+        "source": DOCUMENT,
+        "row_anchor": "#L",
         "source_note": f"openvino {OV_VERSION} wheel: ONNX frontend conversion of one-node probe models "
                        "(rules/data/gen/gen_openvino.py); rows cite the frontend's supported_ops.md",
         "generated_by": "rules/data/gen/gen_openvino.py",
@@ -260,6 +308,8 @@ def build(md: str) -> dict[str, Any]:
         # The CPU plugin cannot compile Parameters/Results of dynamic rank: sequence-typed graph
         # inputs and outputs ("doesn't support Parameter operation with dynamic rank").
         "io_refused_kinds": ["sequence_type"],
+        # Whether the frontend expands model-local functions (ModelProto.functions) into their bodies.
+        "local_functions": local_functions,
         "element_types": {"loadable": ok_types, "refused": bad_types},
         "domains": dict(domains),
     }

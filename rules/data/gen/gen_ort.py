@@ -10,7 +10,8 @@ com.microsoft contrib ops). For every (domain, op) the table keeps:
   names, so a node's version and element types can be matched to a kernel the way ORT does
   at session creation ("Could not find an implementation for Op(13)");
 * ``kernels``: the registered version ranges, each with the type combinations it accepts;
-* ``row``: the op's line in shared/reference/onnxruntime-<version>-cpu-kernels.generated.md.
+* ``row``: the op's line in a kernel list generated from the same registry (kept to cross-check the
+  table against it; findings cite this shipped table, not that list).
 
 Kernel-constructor checks that reject a node at session creation are not visible in the
 registry; they are listed in ``MANUAL`` with the source they come from.
@@ -131,9 +132,12 @@ def build(md: str | None) -> dict[str, Any]:
         "version": onnxruntime.__version__,
         "provider": PROVIDER,
         "kind": "ort-kernels",
-        "source": f"shared/reference/onnxruntime-{onnxruntime.__version__}-cpu-kernels.generated.md",
+        "source": f"rules/data/support/ort-{_major_minor()}-cpu.json (the onnxruntime {onnxruntime.__version__} "
+                  "wheel's CPU kernel registry)",
+        "document": f"https://github.com/microsoft/onnxruntime/blob/v{onnxruntime.__version__}/docs/OperatorKernels.md",
         "source_note": f"onnxruntime {onnxruntime.__version__} wheel: get_all_opkernel_def() "
-                       "(CPUExecutionProvider) and get_all_operator_schema()",
+                       "(CPUExecutionProvider) and get_all_operator_schema(); the document lists the same "
+                       "registrations for every execution provider",
         "generated_by": "rules/data/gen/gen_ort.py",
         "dispatch": "domain",
         # Kernel lookup (onnxruntime/core/framework/kernel_registry.cc VerifyVersion): a registration
@@ -164,13 +168,16 @@ def _merge(combos: list[dict[str, list[str]]]) -> list[dict[str, list[str]]]:
     return out
 
 
+def _major_minor() -> str:
+    return ".".join(onnxruntime.__version__.split(".")[:2])
+
+
 def main(argv: list[str]) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
     md = argv[1] if len(argv) > 1 else os.path.join(
         os.path.dirname(root), "shared", "reference", f"onnxruntime-{onnxruntime.__version__}-cpu-kernels.generated.md")
-    major_minor = ".".join(onnxruntime.__version__.split(".")[:2])
-    out = os.path.join(os.path.dirname(here), "support", f"ort-{major_minor}-cpu.json")
+    out = os.path.join(os.path.dirname(here), "support", f"ort-{_major_minor()}-cpu.json")
     data = build(md)
     atomic_write_text(out, json.dumps(data, separators=(",", ":")) + "\n")
     print(f"wrote {out}: {sum(len(v) for v in data['domains'].values())} ops")

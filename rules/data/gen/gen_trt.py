@@ -3,6 +3,8 @@
     python rules/data/gen/gen_trt.py ../shared/reference/onnx-tensorrt-operators-trt10.15.md 10.15
     python rules/data/gen/gen_trt.py ../shared/reference/onnx-tensorrt-operators.md 10.1
 
+(the markdown files are local copies of the documents in ``DOCUMENTS``, which the table cites).
+
 Every row of the matrix becomes one entry (op, supported flag, types, the row's line number and
 its restriction text). Each sentence of a restriction cell is translated into a structured
 constraint by the phrase table below; a sentence no phrase matches stops the generator, so a
@@ -184,16 +186,27 @@ def parse(path: str) -> dict[str, Any]:
     return {"header_version": m.group(1), "opsets": [int(m.group(2)), int(m.group(3))], "ops": ops, "notes": notes}
 
 
+# The published document each TensorRT version's matrix is, at a fixed tag or commit (the row
+# numbers of the table are its line numbers, so a citation is ``URL#L<row>``).
+DOCUMENTS = {
+    "10.1": ("https://github.com/onnx/onnx-tensorrt/blob/96e781103cfc4adf4a6bb557e94bac8e693f6f4c/docs/operators.md",
+             "tag release/10.1-GA, commit 96e781103cfc4adf4a6bb557e94bac8e693f6f4c"),
+    "10.15": ("https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md",
+              "TensorRT 10.15 GA (2026-02-02); tag named like the earlier release/<version>-GA tags"),
+}
+
+
 def build(md: str, version: str) -> dict[str, Any]:
     parsed = parse(md)
-    rel = "shared/reference/" + os.path.basename(md)
+    url, pinned = DOCUMENTS[version]
     return {
         "engine": "tensorrt",
         "version": version,
         "kind": "trt-matrix",
-        "source": rel,
-        "source_note": f"onnx-tensorrt docs/operators.md; header says TensorRT {parsed['header_version']}, "
-                       f"opsets {parsed['opsets'][0]}-{parsed['opsets'][1]} (see shared/reference/PROVENANCE.md)",
+        "source": url,
+        "row_anchor": "#L",
+        "source_note": f"onnx-tensorrt docs/operators.md ({pinned}); header says TensorRT "
+                       f"{parsed['header_version']}, opsets {parsed['opsets'][0]}-{parsed['opsets'][1]}",
         "generated_by": "rules/data/gen/gen_trt.py",
         "dispatch": "op_type",  # the parser looks importers up by op type only, whatever the node's domain
         "opsets": parsed["opsets"],

@@ -7,6 +7,7 @@ from graphlint.analysis.shapes.handlers.elementwise import BROADCAST
 from graphlint.analysis.shapes.handlers.registry import HANDLED_DOMAINS, HANDLERS, Handler, handles
 
 # Ops whose handler records events (dims that must agree): always run, even when inference knows the output.
-CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm", "Concat", "Reshape", "Expand"})
+CHECKED = frozenset({*BROADCAST, "MatMul", "MatMulInteger", "FusedMatMul", "Gemm", "Concat", "Reshape", "Expand",
+                     "RotaryEmbedding"})
 
 __all__ = ["CHECKED", "HANDLED_DOMAINS", "HANDLERS", "Handler", "handles"]

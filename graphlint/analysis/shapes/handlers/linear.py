@@ -6,7 +6,7 @@ from graphlint.analysis.shapes.facts import SDim, SShape
 from graphlint.analysis.shapes.handlers.elementwise import broadcast
 from graphlint.analysis.shapes.handlers.registry import ShapePass, handles
 from graphlint.analysis.symbolic import ONE, Poly
-from graphlint.ir import Node
+from graphlint.ir import ONNX_DOMAIN, Node
 
 
 @handles("MatMul", "MatMulInteger", "FusedMatMul")
@@ -42,6 +42,24 @@ def _gemm(node: Node, p: ShapePass) -> list[SShape]:
     p.agree(node, k, k2, node.input(0), node.input(1), None, False)
     return [(m, n)]
 
+
+
+@handles("RotaryEmbedding")
+def _rotary(node: Node, p: ShapePass) -> list[SShape]:
+    """ONNX RotaryEmbedding-23: without position_ids, cos_cache and sin_cache are (batch, sequence,
+    rotary_dim/2) of x itself; the spec does not broadcast them (a cache built for batch 1 fails
+    at batch 2 in onnxruntime)."""
+    x = p.shape(node.input(0))
+    if node.domain != ONNX_DOMAIN or x is None or len(x) not in (3, 4):
+        return [x]
+    if node.input(3) is None:
+        batch, seq = x[0], x[2] if len(x) == 4 else x[1]
+        for i in (1, 2):
+            cache = p.shape(node.input(i))
+            if cache is not None and len(cache) == 3:
+                p.agree(node, batch, cache[0], node.input(0), node.input(i), 0, broadcast=False)
+                p.agree(node, seq, cache[1], node.input(0), node.input(i), 1, broadcast=False)
+    return [x]
 
 
 @handles("Attention")

@@ -99,7 +99,17 @@ def _conv(node: Node, p: ShapePass) -> list[SShape]:
         elif strides[i] == 1:
             out.append(span + ONE)
         else:
-            out.append(None)
+            exact = span.div_exact(Poly.const(strides[i]))
+            out.append((exact if exact is not None else _derived(p, f"({span})//{strides[i]}", span)) + ONE)
     return [tuple(out)]
+
+
+def _derived(p: ShapePass, name: str, base: Poly) -> Poly:
+    """A symbol for an input-dim expression polynomials cannot hold (a floor division): it stands
+    for the same input dims as ``base``, so constraints on it still name them (a strided patch
+    embedding whose patch count a constant position table pins)."""
+    if name not in p.f.origins:
+        p.f.origins[name] = [o for s in sorted(base.symbols) for o in p.f.origins.get(s, ())]
+    return Poly.sym(name)
 
 
