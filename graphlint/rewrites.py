@@ -88,9 +88,10 @@ CATALOGUE: dict[str, RewriteSpec] = {
         RewriteSpec("relu-before-clamping-q", True,
                     "Put a Relu in front of a QuantizeLinear whose range clamps at 0 (an engine that strips the Q "
                     "keeps the clamp; results unchanged).", ("nodes",)),
-        RewriteSpec("dequantize-dynamic", False,
-                    "Replace DynamicQuantizeLinear + MatMulInteger/ConvInteger with float MatMul/Conv on the "
-                    "dequantized weights (removes the activation quantization on purpose).", ("nodes",)),
+        RewriteSpec("dequantize-dynamic", True,
+                    "Compute DynamicQuantizeLinear + MatMulInteger/ConvInteger with float ops (Round, Clip, MatMul, "
+                    "Conv): the same quantization arithmetic without integer kernels; results equal up to float32 "
+                    "rounding.", ("nodes",)),
         RewriteSpec("fold-transpose-pairs", True, "Remove Transpose pairs that cancel around layout-agnostic ops.",
                     ("nodes",)),
         RewriteSpec("space-to-depth-decompose", True,

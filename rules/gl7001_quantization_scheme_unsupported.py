@@ -45,10 +45,12 @@ class QuantizationSchemeUnsupported(Rule):
     quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
     extra_options={"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False})`
     or `python -m modelopt.onnx.quantization --quantize_mode=int8`, for int4 weights
-    `MatMulNBitsQuantizer(..., quant_format=QuantFormat.QDQ, is_symmetric=True)`. Where the
-    float weights can be recovered, `graphlint fix --unsafe-fixes` dequantizes a dynamically
-    quantized model back to float (`dequantize-dynamic`, verified against the quantized model
-    within the quantization error). Severity is `info` when GL1001 already reports every node.
+    `MatMulNBitsQuantizer(..., quant_format=QuantFormat.QDQ, is_symmetric=True)`. For a dynamically
+    quantized model with constant weights, `graphlint fix` computes the same quantization with
+    float ops TensorRT parses (`dequantize-dynamic`: Round/Clip/MatMul/Conv instead of
+    DynamicQuantizeLinear and the integer ops; verified equal in ONNX Runtime). The engine then
+    runs it in float: re-quantizing statically is what gives int8 kernels. Severity is `info`
+    when GL1001 already reports every node.
     """
 
     id = "GL7001"
@@ -68,8 +70,8 @@ class QuantizationSchemeUnsupported(Rule):
                 continue
             rewrite = None
             if scheme == "dynamic" and all(n.op_type in _DEQUANTIZABLE for n in quant.of(scheme)):
-                rewrite = Rewrite("dequantize-dynamic", {"nodes": [n.label for n in quant.of(scheme)]}, safe=False,
-                                  description="replace the dynamically quantized ops with float ones")
+                rewrite = Rewrite("dequantize-dynamic", {"nodes": [n.label for n in quant.of(scheme)]}, safe=True,
+                                  description="compute the dynamic quantization with float ops")
             yield Q.scheme_finding(ctx, nodes, fid, _WHAT[scheme], rewrite=rewrite, scheme=scheme)
 
 

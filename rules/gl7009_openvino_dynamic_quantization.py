@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from graphlint_rules import _quant as Q
 
-from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity
+from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 
 class OpenvinoDynamicQuantization(Rule):
@@ -25,8 +25,7 @@ class OpenvinoDynamicQuantization(Rule):
 
     ## Fix
     Quantize statically in QDQ format with calibration data (`quantize_static(...,
-    quant_format=QuantFormat.QDQ)`) or with NNCF (`nncf.quantize`); or keep the float model
-    (`graphlint fix --select GL7009 --unsafe-fixes` dequantizes the dynamic ops back to float).
+    quant_format=QuantFormat.QDQ)`) or with NNCF (`nncf.quantize`); or keep the float model.
     """
 
     id = "GL7009"
@@ -34,13 +33,10 @@ class OpenvinoDynamicQuantization(Rule):
     severity = Severity.INFO
     targets = frozenset({"openvino"})
     requires = ("quantization", "support")
-    fixable = True
     source = Q.SOURCE
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         quant = ctx.analysis("quantization")
         nodes = Q.uncovered(ctx, quant.of("dynamic"))
         if nodes and len(nodes) == len(quant.of("dynamic")):
-            yield Q.scheme_finding(ctx, nodes, "ov-dynamic-float", "Dynamic quantization", severity=Severity.INFO,
-                                   rewrite=Rewrite("dequantize-dynamic", {"nodes": [n.label for n in nodes]},
-                                                   safe=False))
+            yield Q.scheme_finding(ctx, nodes, "ov-dynamic-float", "Dynamic quantization", severity=Severity.INFO)

@@ -111,3 +111,27 @@ def test_fold_quantized_constant_is_exact_but_not_enough_for_openvino(tmp_path):
     after = run_openvino(out)
     assert not after.ok and "AddTransformation" in after.error
     assert not any(f.rewrite for f in findings("openvino")["vit_qdq_noprep"] if f.rule_id == "GL7003")
+
+
+@pytest.mark.parametrize("name", ["resnet_dyn", "vit_dyn", "whisper_enc_dyn"])
+def test_dequantize_dynamic_gives_trt_float_ops_with_the_same_results(tmp_path, name):
+    # quantize_dynamic's DynamicQuantizeLinear/MatMulInteger/ConvInteger are rows TensorRT's parser
+    # marks unsupported; the rewrite computes the same quantization with float ops, which the fix
+    # runner verifies in ONNX Runtime, and both engines here run the result as they ran the original
+    import onnx
+
+    src = os.path.join(models(), name + ".onnx")
+    out = str(tmp_path / f"{name}.onnx")
+    assert "GL7001" in ids("trt", name)
+    assert run_cli(src, "--target", "trt", "--select", "GL1001").code == 1  # the parser's rows refuse them
+    res = run_cli("fix", src, "--target", "trt", "--select", "GL7001", "-o", out)
+    assert res.code == 0, res.err
+    assert "dequantize-dynamic" in res.out and "verified in onnxruntime" in res.out, res.out
+    ops = {n.op_type for n in onnx.load(out).graph.node}
+    assert not ops & {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"}, ops
+    after = run_cli(out, "--target", "trt", "--select", "GL1001,GL7001", "--fail-level", "warning")
+    assert after.code == 0, after.out
+    before_ort, before_ov = run_ort(src), run_openvino(src)
+    fixed_ort, fixed_ov = run_ort(out), run_openvino(out)
+    assert fixed_ort.ok and abs(fixed_ort.rel_err - before_ort.rel_err) < 1e-4, (str(before_ort), str(fixed_ort))
+    assert fixed_ov.ok and fixed_ov.rel_err < before_ov.rel_err + 0.02, (str(before_ov), str(fixed_ov))

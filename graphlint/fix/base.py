@@ -83,9 +83,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "trt-plugin": "a TensorRT plugin cannot be built or verified here; fix applies unfuse-contrib instead",
     "pad-to-multiple": "padding a sequence input changes the interface and every output's shape; do it in the "
                        "tokenizer (pad_to_multiple_of) or bucket lengths",
-    "dequantize-dynamic": "not built yet: rebuilding float MatMul/Conv from DynamicQuantizeLinear + MatMulInteger "
-                          "needs a verification with a tolerance the fix runner does not have; re-export the float "
-                          "model or quantize statically (GL7001/GL7009 quote the call)",
 }
 
 # (rewrite name, model format) -> pass class

@@ -12,11 +12,12 @@ from graphlint.fix.passes import (
     openvino,
     precision,
     quant,
+    quant_dynamic,
     unfuse,
 )
 
 __all__ = ["contracts", "drift", "engine_drift", "fusion", "graph", "load_passes", "openvino", "precision", "quant",
-           "unfuse"]
+           "quant_dynamic", "unfuse"]
 
 
 def load_passes(fmt: str = ONNX_FORMAT) -> dict[str, type[Pass]]:
