@@ -93,6 +93,10 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Scan": [_c("body_no_outer", "Number of Scan node inputs is less than required based on body graph "
                     "parameters (scan.cpp): a body that reads computed values of the enclosing graph (constants are "
                     "fine)", _FE, attr="body")],
+        # ov::op::v8::If merges its branches' shapes unless the condition folds (bounds included).
+        "Conv": [_c("static_rank", "The input data tensor's rank has to be known (static) (conv.cpp: "
+                    "data.get_partial_shape().rank().is_static()): a Conv fed by an If whose branches differ in "
+                    "rank and whose condition does not fold", _FE, inputs=[0])],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
                      "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
