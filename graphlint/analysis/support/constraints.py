@@ -322,3 +322,18 @@ def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
                     "If whose branches differ in rank and whose condition is known only at run time; the engine "
                     "needs a static rank here", f"rank:{input_name(node, i)}")
     return None
+
+
+@checks("body_passthrough")
+def _body_passthrough(node: Node, c: dict[str, Any]) -> Verdict:
+    """A loop-carried body output that is one of the body's own inputs, with no node between."""
+    body = node.subgraphs.get(c["attr"])
+    carried = len(node.inputs) - c.get("skip_inputs", 0)
+    if body is None or carried <= 0:
+        return None
+    first = c.get("skip_outputs", 0)
+    for v in body.outputs[first:first + carried]:
+        if v.is_input and v.producer is None and v.graph is body:
+            return (f"has a {c['attr']} that returns its input '{v.name}' unchanged as a loop-carried output; "
+                    "the engine needs a node between (an Identity)", f"attr:{c['attr']}")
+    return None

@@ -97,6 +97,10 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Conv": [_c("static_rank", "The input data tensor's rank has to be known (static) (conv.cpp: "
                     "data.get_partial_shape().rank().is_static()): a Conv fed by an If whose branches differ in "
                     "rank and whose condition does not fold", _FE, inputs=[0])],
+        "Loop": [_c("body_passthrough", "The provided loop body graph canonical inputs size (N), does not match the "
+                    "sum of loop carried dependencies and two mandatory inputs (loop.cpp, read from a file: each body "
+                    "output that is a body input unchanged adds a body parameter; a model read from memory converts)",
+                    _FE, attr="body", skip_inputs=2, skip_outputs=1)],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
                      "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
