@@ -51,11 +51,24 @@ def engine_rank(v: Value | None, depth: int = 64) -> Rank:
     if p.op_type == "If":
         return _if_rank(p, p.outputs.index(v), depth - 1)
     ins = [i for i in p.inputs if i is not None and i.name]
-    if p.op_type in _SAME_RANK or p.op_type in ("Squeeze", "Unsqueeze") or p.op_type in _BROADCAST:
-        data = ins if p.op_type in _BROADCAST else ins[:1]
-        if any(engine_rank(i, depth - 1) == DYNAMIC for i in data):
-            return DYNAMIC
-    return v.rank
+    if not ins or not (p.op_type in _SAME_RANK or p.op_type in ("Squeeze", "Unsqueeze") or p.op_type in _BROADCAST):
+        return v.rank
+    ranks = [engine_rank(i, depth - 1) for i in (ins if p.op_type in _BROADCAST else ins[:1])]
+    if DYNAMIC in ranks:
+        return DYNAMIC
+    if v.rank is not None or None in ranks:
+        return v.rank
+    if p.op_type in _BROADCAST:
+        return max(r for r in ranks if isinstance(r, int))
+    if p.op_type in _SAME_RANK:
+        return ranks[0]
+    axes = p.attrs.get("axes")
+    if axes is None and len(p.inputs) > 1:
+        val = folded(p.input(1))
+        axes = None if val is None else val.reshape(-1).tolist()
+    if axes is None:  # Squeeze without axes drops the dims of size 1, unknown here
+        return None
+    return ranks[0] + (len(axes) if p.op_type == "Unsqueeze" else -len(axes))
 
 
 def _if_rank(node: Node, k: int, depth: int) -> Rank:
