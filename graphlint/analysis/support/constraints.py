@@ -27,6 +27,7 @@ from graphlint.analysis.support.common import (
     outer_value,
     output_name,
 )
+from graphlint.analysis.support.dynrank import DYNAMIC, engine_rank
 from graphlint.ir import Node
 from graphlint.rule import Severity
 
@@ -308,4 +309,31 @@ def _split_outputs_fit(node: Node, c: dict[str, Any]) -> Verdict:
         if length - chunk * (n - 1) <= 0:  # chunks of ceil(length / n) leave nothing for the last
             return (f"splits an axis of static length {length} into num_outputs={n}, which leaves the last "
                     f"of its chunks of {chunk} empty", "attr:num_outputs")
+    return None
+
+
+@checks("static_rank")
+def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
+    """The engine infers a dynamic rank for the input (If branches of different rank, see dynrank)."""
+    for i in c["inputs"]:
+        v = named_input(node, i)
+        if v is not None and engine_rank(v) == DYNAMIC:
+            return (f"input {input_name(node, i)} ('{v.name}') has a rank the engine cannot infer: it comes from an "
+                    "If whose branches differ in rank and whose condition is known only at run time; the engine "
+                    "needs a static rank here", f"rank:{input_name(node, i)}")
+    return None
+
+
+@checks("body_passthrough")
+def _body_passthrough(node: Node, c: dict[str, Any]) -> Verdict:
+    """A loop-carried body output that is one of the body's own inputs, with no node between."""
+    body = node.subgraphs.get(c["attr"])
+    carried = len(node.inputs) - c.get("skip_inputs", 0)
+    if body is None or carried <= 0:
+        return None
+    first = c.get("skip_outputs", 0)
+    for v in body.outputs[first:first + carried]:
+        if v.is_input and v.producer is None and v.graph is body:
+            return (f"has a {c['attr']} that returns its input '{v.name}' unchanged as a loop-carried output; "
+                    "the engine needs a node between (an Identity)", f"attr:{c['attr']}")
     return None

@@ -45,6 +45,8 @@ DOCUMENT = ("https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581
             "src/frontends/onnx/docs/supported_ops.md")
 
 _FE = "OpenVINO ONNX frontend conversion error"
+# The translators' source at the release the wheel was built from (its version string names the branch and commit).
+_OP_SRC = "https://github.com/openvinotoolkit/openvino/blob/releases/2026/4/src/frontends/onnx/frontend/src/op/"
 _CPU = "OpenVINO CPU plugin compile error"
 
 
@@ -93,6 +95,14 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Scan": [_c("body_no_outer", "Number of Scan node inputs is less than required based on body graph "
                     "parameters (scan.cpp): a body that reads computed values of the enclosing graph (constants are "
                     "fine)", _FE, attr="body")],
+        # ov::op::v8::If merges its branches' shapes unless the condition folds (bounds included).
+        "Conv": [_c("static_rank", "The input data tensor's rank has to be known (static) (conv.cpp:38 in "
+                    f"2026.4.1, {_OP_SRC}conv.cpp; ov::op::v8::If gives a dynamic rank when its branches differ in "
+                    "rank and its condition does not fold)", _FE, inputs=[0])],
+        "Loop": [_c("body_passthrough", "The provided loop body graph canonical inputs size (N), does not match the "
+                    f"sum of loop carried dependencies and two mandatory inputs (loop.cpp:310 in 2026.4.1, {_OP_SRC}"
+                    "loop.cpp, read from a file: each body output that is a body input unchanged adds a body "
+                    "parameter; a model read from memory converts)", _FE, attr="body", skip_inputs=2, skip_outputs=1)],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
                      "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
