@@ -208,7 +208,7 @@ def _fold_runs(graph: Graph, seq: list[Item], profile: Callable[[int], Hashable]
         if max_period == 1:  # a module stack: layers.0–11
             label = f"{first.label}–{last.label.rsplit('.', 1)[-1]}"
         else:
-            label = f"{len(members) // k}-node block from {nodes[members[0]].label}"
+            label = f"{len(members) // k} nodes from {nodes[members[0]].label}"
         what = f"{k} repeats of {len(members) // k} nodes" + (f" ({p} parts)" if p > 1 else "")
         out.append(Item("run", members, label, f"{first.title} … {last.title}: {what}", reps=k))
     return out

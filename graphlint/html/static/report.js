@@ -16,7 +16,8 @@
       return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c];
     });
   }
-  function clip(s, n) { return s.length > n ? '…' + s.slice(s.length - n + 1) : s; }
+  function clip(s, n) { return s.length > n ? '…' + s.slice(s.length - n + 1) : s; }  // keeps the end
+  function cut(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }  // keeps the start
 
   /* ---- findings filters ---- */
   function applyFilters() {
@@ -48,7 +49,7 @@
   function itemSize(it, multi) {
     var a = it.op || it.l, b = it.k === 'op' ? clip(it.l, 34) : (it.n + ' nodes');
     if (it.k === 'input' || it.k === 'output') { a = it.k; b = clip(it.l, 30); }
-    if (it.k !== 'op' && it.k !== 'input' && it.k !== 'output') { a = clip(it.l, 36); b = clip(it.op, 40); }
+    if (it.k !== 'op' && it.k !== 'input' && it.k !== 'output') { a = cut(it.l, 38); b = cut(it.op, 42); }
     var w = Math.min(320, Math.max(96, 7 * Math.max(a.length, b.length) + 26));
     return {w: w, h: multi && it.st ? 50 : 40, a: a, b: b};
   }
