@@ -144,6 +144,17 @@ def test_collapse_folds_layers_and_keeps_flagged_nodes(tmp_path):
     assert rejected and rejected <= singles
 
 
+def test_collapse_reads_module_scopes_of_dynamo_exports():
+    """The dynamo exporter names nodes node_MatMul_5 and records module scopes in metadata:
+    the encoder layers still fold into one box each."""
+    run = lint_paths([_multimodal.path("clip_dynamo.onnx")], LintOptions(targets=["trt"]))
+    items = page_data(render_html(run))["models"][0]["items"]
+    layers = sorted(it["t"].split("/", 2)[-1] for it in items if it["k"] == "block" and re.search(r"layers\.\d$", it["t"]))
+    assert layers == ["text_model/encoder/layers.0", "text_model/encoder/layers.1",
+                      "vision_model/encoder/layers.0", "vision_model/encoder/layers.1"]
+    assert len(items) <= BUDGET // 4
+
+
 def test_collapse_folds_repeated_blocks_into_runs(tmp_path):
     """A bench model (no module paths): stretches between single-tensor cuts fold into runs,
     and a block whose findings differ from its neighbours' breaks the run."""

@@ -28,6 +28,7 @@ from graphlint.ir import Graph
 BUDGET = 160  # items the page lays out
 DRAW_ALL = 120  # graphs up to this size are not collapsed
 MAX_PERIOD = 8  # longest repeating unit sequence a run may have (e.g. attention + MLP halves)
+MAX_UNIT = 48  # longest stretch between cuts, unless the graph is big (then 1/16 of it)
 MAX_PORTS = 24  # graph inputs/outputs drawn; the rest are left out of the picture
 _INDEXED = re.compile(r"^(?:[A-Za-z_][\w]*\.)?\d+$")  # layers.3, h.11, 0
 
@@ -45,21 +46,21 @@ class Item:
     ports: list[int] = field(default_factory=list)
 
 
-def _module_units(graph: Graph) -> tuple[list[list[int]], dict[int, str]] | None:
-    """Units by indexed module path, or None when too few names carry one."""
+def _module_units(paths: list[str]) -> tuple[list[list[int]], dict[int, str]] | None:
+    """Units by indexed module path, or None when too few paths carry one."""
     keys: dict[str, list[int]] = {}
-    for n in graph.nodes:
-        segs = n.name.split("/")[:-1] if "/" in n.name else ()
+    for i, path in enumerate(paths):
+        segs = path.split("/")[:-1] if "/" in path else ()
         for j, seg in enumerate(segs):
             if _INDEXED.match(seg) and j > 0:
-                keys.setdefault("/".join(segs[: j + 1]), []).append(n.index)
+                keys.setdefault("/".join(segs[: j + 1]), []).append(i)
                 break
     parents: dict[str, set[str]] = {}
     for k in keys:
         parents.setdefault(_parent(k), set()).add(k)
     names = {m[0]: k for k, m in keys.items() if len(m) > 1 and len(parents[_parent(k)]) > 1}
     units = [keys[k] for k in names.values()]
-    if sum(map(len, units)) < 0.3 * len(graph.nodes):
+    if sum(map(len, units)) < 0.3 * len(paths):
         return None
     return units, names
 
@@ -71,7 +72,32 @@ def _parent(key: str) -> str:
 
 
 def _cut_units(graph: Graph) -> list[list[int]]:
-    """Stretches of graph order between cuts where at most one tensor is live."""
+    """Stretches of graph order between cuts where at most ``limit`` tensors are live, with the
+    smallest ``limit`` whose stretches are all short enough: one for a single residual stream;
+    more where exporters interleave two towers (the dynamo exporter's CLIP)."""
+    live = _live_counts(graph)
+    longest = max(MAX_UNIT, len(graph.nodes) // 16)
+    units: list[list[int]] = []
+    for limit in sorted(set(live))[:16]:  # a few linear passes at most
+        units = _cut(live, limit)
+        if max(map(len, units), default=0) <= longest:
+            break
+    return units
+
+
+def _cut(live: list[int], limit: int) -> list[list[int]]:
+    units, start = [], 0
+    for k in range(1, len(live)):
+        if live[k] <= limit:
+            units.append(list(range(start, k)))
+            start = k
+    if live:
+        units.append(list(range(start, len(live))))
+    return units
+
+
+def _live_counts(graph: Graph) -> list[int]:
+    """For each position k of graph order, the tensors produced before node k and read at or after it."""
     nodes = graph.nodes
     n = len(nodes)
     diff = [0] * (n + 2)
@@ -89,15 +115,11 @@ def _cut_units(graph: Graph) -> list[list[int]]:
             if last > i:
                 diff[i + 1] += 1
                 diff[last + 1] -= 1
-    units, start, live = [], 0, 0
-    for k in range(1, n):
+    out, live = [0] * n, 0
+    for k in range(n):
         live += diff[k]
-        if live <= 1:
-            units.append(list(range(start, k)))
-            start = k
-    if n:
-        units.append(list(range(start, n)))
-    return units
+        out[k] = live
+    return out
 
 
 def runs(sigs: list[Hashable], max_period: int = MAX_PERIOD) -> list[tuple[int, int, int]]:
@@ -118,19 +140,25 @@ def runs(sigs: list[Hashable], max_period: int = MAX_PERIOD) -> list[tuple[int, 
 
 
 def collapse(graph: Graph, profile: Callable[[int], Hashable], flagged: Callable[[int], bool],
-             budget: int = BUDGET) -> tuple[list[Item], set[tuple[int, int]]]:
+             budget: int = BUDGET, paths: Callable[[], list[str] | None] | None = None,
+             ) -> tuple[list[Item], set[tuple[int, int]]]:
     """The items to draw and the edges between them (item index pairs).
 
     ``profile(i)``: what the findings say about node i (units fold into a run only when their
-    members' profiles match); ``flagged(i)``: node i has a warning or worse on some target."""
+    members' profiles match); ``flagged(i)``: node i has a warning or worse on some target;
+    ``paths()``: module paths per node from elsewhere than the names (the dynamo exporter's
+    metadata), asked for only when the names carry none."""
     nodes = graph.nodes
     items: list[Item] = []
     if len(nodes) <= DRAW_ALL:
         items = [_op(graph, i) for i in range(len(nodes))]
     else:
-        found = _module_units(graph)
-        units, names = found if found is not None else (_cut_units(graph), {})
-        items = _fold_units(graph, units, names, profile, flagged, budget)
+        names = [n.name for n in nodes]
+        found = _module_units(names)
+        if found is None and paths is not None and (names := paths() or names) is not None:
+            found = _module_units(names)
+        units, keys = found if found is not None else (_cut_units(graph), {})
+        items = _fold_units(graph, units, keys, profile, flagged, budget, names)
         if len(items) > budget:
             items = _chunk(graph, items, flagged, budget)
     return _with_ports(graph, items)
@@ -150,7 +178,7 @@ def _short(key: str) -> str:
 
 
 def _fold_units(graph: Graph, units: list[list[int]], names: dict[int, str], profile: Callable[[int], Hashable],
-                flagged: Callable[[int], bool], budget: int) -> list[Item]:
+                flagged: Callable[[int], bool], budget: int, paths: list[str]) -> list[Item]:
     nodes = graph.nodes
     in_unit: set[int] = set()
     blocks: list[Item] = []
@@ -163,7 +191,7 @@ def _fold_units(graph: Graph, units: list[list[int]], names: dict[int, str], pro
         blocks.append(Item("block", members, label, key or f"nodes {members[0]}–{members[-1]} in graph order"))
     singles = [_op(graph, i) for i in range(len(nodes)) if i not in in_unit]
     if names:  # the nodes around the stacks, folded by module (flagged ones stay out)
-        singles = _fold_modules(graph, singles, flagged)
+        singles = _fold_modules(paths, singles, flagged)
     items = sorted(singles + blocks, key=lambda it: it.nodes[0])
     if len(items) > budget and blocks:
         # Module units fold only with siblings (layers of one stack); cut units with whatever
@@ -177,10 +205,10 @@ def _fold_units(graph: Graph, units: list[list[int]], names: dict[int, str], pro
     return items
 
 
-def _fold_modules(graph: Graph, singles: list[Item], flagged: Callable[[int], bool]) -> list[Item]:
+def _fold_modules(paths: list[str], singles: list[Item], flagged: Callable[[int], bool]) -> list[Item]:
     by_dir: dict[str, list[Item]] = {}
     for it in singles:
-        name = graph.nodes[it.nodes[0]].name
+        name = paths[it.nodes[0]]
         by_dir.setdefault(name.rsplit("/", 1)[0] if "/" in name else "", []).append(it)
     out: list[Item] = []
     for folder, group in by_dir.items():

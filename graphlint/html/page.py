@@ -7,6 +7,7 @@ target is selected and shows all of them side by side in the node's chips.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -52,6 +53,31 @@ def _ops_summary(model: Model, members: list[int]) -> str:
     return " · ".join(top) + (" · …" if len(counts) > 3 else "")
 
 
+SCOPES_KEY = "pkg.torch.onnx.name_scopes"  # torch's dynamo exporter: the module scopes of each node
+_SCOPE = re.compile(r"'([^']*)'")
+
+
+def scoped_paths(model: Model) -> list[str] | None:
+    """Node names prefixed with their module path (``/clip/text_model/encoder/layers.0/self_attn/...``)
+    from the dynamo exporter's per-node metadata, whose node names carry no path; None without it."""
+    proto = getattr(model, "proto", None)
+    nodes = model.graph.nodes
+    if model.format != "onnx" or proto is None or len(proto.graph.node) != len(nodes):
+        return None
+    if not any(x.key == SCOPES_KEY for p in proto.graph.node[:8] for x in p.metadata_props):
+        return None  # another exporter: no scopes anywhere (checked on the first nodes)
+    out: list[str] = []
+    for node, p in zip(nodes, proto.graph.node, strict=True):
+        scopes = next((x.value for x in p.metadata_props if x.key == SCOPES_KEY), "")
+        found = _SCOPE.findall(scopes)  # "['', 'clip', 'clip.text_model', ..., 'view_1']"
+        if len(found) < 2:
+            out.append(node.name)
+            continue
+        # the innermost module; a dot before a digit belongs to a list index (layers.0)
+        out.append("/" + re.sub(r"\.(?!\d)", "/", found[-2]) + "/" + node.name)
+    return out
+
+
 def model_graph(model: Model, views: list[TargetView]) -> dict[str, Any]:
     """The page data for one model: items, edges, islands (per target)."""
     statuses = [v.status for v in views]
@@ -67,7 +93,7 @@ def model_graph(model: Model, views: list[TargetView]) -> dict[str, Any]:
     def flagged(i: int) -> bool:
         return i in placed and any(s.get(i, OK) >= WARNING for s in statuses)
 
-    items, edges = collapse(model.graph, profile, flagged)
+    items, edges = collapse(model.graph, profile, flagged, paths=lambda: scoped_paths(model))
     out_items = [_item(model, it, views) for it in items]
     item_of = {i: k for k, it in enumerate(items) for i in it.nodes if it.kind == "op"}
     return {

@@ -149,6 +149,10 @@
   }
 
   function draw(k) {
+    if (!DATA.models[k].items.length) {
+      document.getElementById('graph-' + k).innerHTML = '<p class="muted">No nodes to draw.</p>';
+      return;
+    }
     var t0 = performance.now();
     var g = layout(k), t1 = performance.now();
     var r = svgFor(k, g), box = document.getElementById('graph-' + k);
