@@ -105,6 +105,9 @@
         '" transform="translate(' + x.toFixed(1) + ',' + y.toFixed(1) + ')"><title>' + esc(tip) + '</title>'];
       if (it.k === 'run') { parts.push('<rect class="shadow" x="5" y="5" width="' + s.w + '" height="' + s.h + '" rx="6"/>'); }
       parts.push('<rect class="box ' + cls + '" width="' + s.w + '" height="' + s.h + '" rx="' + (port ? 18 : 6) + '"/>');
+      if (!port && it.k !== 'op') {  // a folded box: double border
+        parts.push('<rect class="inner ' + cls + '" x="3" y="3" width="' + (s.w - 6) + '" height="' + (s.h - 6) + '" rx="4"/>');
+      }
       parts.push('<text class="op" x="' + s.w / 2 + '" y="16" text-anchor="middle">' + esc(s.a) + '</text>');
       parts.push('<text class="nm" x="' + s.w / 2 + '" y="31" text-anchor="middle">' + esc(s.b) + '</text>');
       if (it.r) {
