@@ -211,6 +211,15 @@ def test_clip_report_in_chromium(tmp_path):
         assert int(b.js("document.getElementById('panel-0').dataset.findings")) == len(mine) > 0
         assert all(f.rule_id in panel for f in mine) and "num_heads" in panel
         b.screenshot(SHOTS / "clip_fused_trt_click.png", full=False)
+        # open a folded encoder layer in place: its nodes replace its box; fold it back
+        layer = next(i for i, it in enumerate(data["items"]) if it["t"] == "/clip/text_model/encoder/layers.0")
+        b.click(f'#graph-0 g.item[data-item="{layer}"]')
+        b.click("#panel-0 button.toggle")
+        opened = int(b.js(f"{svg}.dataset.items"))
+        assert opened == len(data["items"]) - 1 + data["items"][layer]["n"]
+        assert b.js("window.glErrors.length") == 0 and b.console() == []
+        b.click("#panel-0 button.toggle")
+        assert int(b.js(f"{svg}.dataset.items")) == len(data["items"])
         # filters: hide infos, then search
         b.click('.filters input[data-sev="info"]')
         assert int(b.js("document.body.dataset.rows")) == sum(f.severity.label != "info" for f in run.findings())

@@ -43,7 +43,7 @@ class Item:
     title: str = ""  # full name or range
     reps: int = 1  # units folded into a run
     value: str = ""  # ports: the graph input/output name
-    ports: list[int] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)  # ports: the nodes reading the input / writing the output
 
 
 def _module_units(paths: list[str]) -> tuple[list[list[int]], dict[int, str]] | None:
@@ -275,26 +275,33 @@ def _chunk(graph: Graph, items: list[Item], flagged: Callable[[int], bool], budg
     return out
 
 
+def node_edges(graph: Graph) -> set[tuple[int, int]]:
+    """(producer, consumer) node index pairs of the main graph; a body's reads count for its owner."""
+    edges: set[tuple[int, int]] = set()
+    for node in graph.nodes:
+        a = node.index
+        for v in node.outputs:
+            for c in v.consumers:
+                b = c.index if c.graph is graph else top_node(c).index
+                if a != b:
+                    edges.add((a, b))
+    return edges
+
+
 def _with_ports(graph: Graph, items: list[Item]) -> tuple[list[Item], set[tuple[int, int]]]:
     item_of = [0] * len(graph.nodes)
     for k, it in enumerate(items):
         for i in it.nodes:
             item_of[i] = k
-    edges: set[tuple[int, int]] = set()
-    for node in graph.nodes:
-        a = item_of[node.index]
-        for v in node.outputs:
-            for c in v.consumers:
-                b = item_of[top_node(c).index]
-                if a != b:
-                    edges.add((a, b))
+    edges = {(item_of[a], item_of[b]) for a, b in node_edges(graph) if item_of[a] != item_of[b]}
     for v in graph.inputs[:MAX_PORTS]:
         if v.const is not None or not v.consumers:
             continue
-        items.append(Item("input", [], v.name, f"graph input {v.name}", value=v.name))
-        edges.update((len(items) - 1, item_of[top_node(c).index]) for c in v.consumers)
+        readers = sorted({top_node(c).index for c in v.consumers})
+        items.append(Item("input", [], v.name, f"graph input {v.name}", value=v.name, ports=readers))
+        edges.update((len(items) - 1, item_of[i]) for i in readers)
     for v in graph.outputs[:MAX_PORTS]:
-        items.append(Item("output", [], v.name, f"graph output {v.name}", value=v.name))
-        if v.producer is not None:
-            edges.add((item_of[top_node(v.producer).index], len(items) - 1))
+        writer = [top_node(v.producer).index] if v.producer is not None else []
+        items.append(Item("output", [], v.name, f"graph output {v.name}", value=v.name, ports=writer))
+        edges.update((item_of[i], len(items) - 1) for i in writer)
     return items, edges

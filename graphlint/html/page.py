@@ -11,10 +11,12 @@ import re
 from collections import Counter
 from typing import Any
 
-from graphlint.html.collapse import Item, collapse
+from graphlint.html.collapse import Item, collapse, node_edges
 from graphlint.html.status import OK, WARNING, TargetView
 from graphlint.ir import Model, Node
 
+EXPAND_LIMIT = 3000  # models up to this size carry what opening a folded box needs (node-level data)
+FOLDED = ("block", "run", "chunk")
 MAX_ITEM_FINDINGS = 200  # finding ids per item in the page data; the count is exact
 MAX_ATTRS = 12
 ATTR_CHARS = 80
@@ -96,7 +98,7 @@ def model_graph(model: Model, views: list[TargetView]) -> dict[str, Any]:
     items, edges = collapse(model.graph, profile, flagged, paths=lambda: scoped_paths(model))
     out_items = [_item(model, it, views) for it in items]
     item_of = {i: k for k, it in enumerate(items) for i in it.nodes if it.kind == "op"}
-    return {
+    data = {
         "path": model.path,
         "nodes": len(model.graph.nodes),
         "items": out_items,
@@ -104,6 +106,24 @@ def model_graph(model: Model, views: list[TargetView]) -> dict[str, Any]:
         "islands": [[{"k": k, "n": len(comp), "items": sorted({item_of[n.index] for n in comp if n.index in item_of})}
                      for k, comp in enumerate(v.islands, 1)] for v in views],
     }
+    if len(model.graph.nodes) <= EXPAND_LIMIT and len(item_of) < len(model.graph.nodes):
+        data.update(_expandable(model, items, views))
+    return data
+
+
+def _expandable(model: Model, items: list[Item], views: list[TargetView]) -> dict[str, Any]:
+    """What the script needs to open a folded box in place: its nodes as items of their own
+    (``sub``, each naming its box in ``p``), the node-level edges, and which nodes the ports touch."""
+    nodes = model.graph.nodes
+    sub = []
+    for k, it in enumerate(items):
+        if it.kind in FOLDED:
+            for i in it.nodes:
+                d = _item(model, Item("op", [i], nodes[i].label, f"{nodes[i].label} ({nodes[i].op_type})"), views)
+                d["p"] = k
+                sub.append(d)
+    ports = [[k, i] for k, it in enumerate(items) if it.kind in ("input", "output") for i in it.ports]
+    return {"sub": sub, "nedges": sorted(node_edges(model.graph)), "pedges": ports}
 
 
 def _item(model: Model, it: Item, views: list[TargetView]) -> dict[str, Any]:

@@ -54,21 +54,57 @@
     return {w: w, h: multi && it.st ? 50 : 40, a: a, b: b};
   }
 
+  /* Opening a folded box (models small enough carry m.sub, m.nedges, m.pedges): its nodes are
+     drawn instead, as items appended after m.items (m.all), and edges come from the node level. */
+  function prepare(m) {
+    m.all = m.items.slice();
+    if (!m.sub) { return; }
+    m.owner = []; m.member = [];
+    m.items.forEach(function (it, i) {
+      (it.rg || []).forEach(function (r) { for (var n = r[0]; n <= r[1]; n++) { m.owner[n] = i; } });
+    });
+    m.sub.forEach(function (it) { m.member[it.i] = m.all.length; m.all.push(it); });
+  }
+
+  function drawn(k) {
+    var m = DATA.models[k], open = state[k].open, out = [];
+    m.items.forEach(function (it, i) {
+      if (!open[i]) { out.push(i); return; }
+      it.rg.forEach(function (r) { for (var n = r[0]; n <= r[1]; n++) { out.push(m.member[n]); } });
+    });
+    return out;
+  }
+
+  function edgesOf(k) {
+    var m = DATA.models[k], open = state[k].open, seen = {}, out = [];
+    function add(a, b) { var key = a + ' ' + b; if (a !== b && !seen[key]) { seen[key] = 1; out.push([a, b]); } }
+    function at(n) { var o = m.owner[n]; return open[o] ? m.member[n] : o; }
+    m.edges.forEach(function (e) { if (!open[e[0]] && !open[e[1]]) { add(e[0], e[1]); } });
+    if (Object.keys(open).length) {
+      m.nedges.forEach(function (e) { if (open[m.owner[e[0]]] || open[m.owner[e[1]]]) { add(at(e[0]), at(e[1])); } });
+      m.pedges.forEach(function (e) {
+        if (open[m.owner[e[1]]]) { if (m.items[e[0]].k === 'input') { add(e[0], at(e[1])); } else { add(at(e[1]), e[0]); } }
+      });
+    }
+    return out;
+  }
+
   function layout(k) {
     var m = DATA.models[k], t = state[k].target, multi = m.targets.length > 1;
     var g = new dagre.graphlib.Graph({compound: true});
     g.setGraph({rankdir: 'TB', nodesep: 16, ranksep: 26, marginx: 8, marginy: 8});
     g.setDefaultEdgeLabel(function () { return {}; });
-    m.items.forEach(function (it, i) {
-      var s = itemSize(it, multi);
+    state[k].drawn = drawn(k);
+    state[k].drawn.forEach(function (i) {
+      var it = m.all[i], s = itemSize(it, multi);
       g.setNode(String(i), {width: s.w, height: s.h, s: s});
+      var isl = it.isl ? it.isl[t] : 0;  // single nodes of an unsupported island sit in its outline
+      if (isl) {
+        if (!g.hasNode('isl' + isl)) { g.setNode('isl' + isl, {label: 'island ' + isl, paddingTop: 18}); }
+        g.setParent(String(i), 'isl' + isl);
+      }
     });
-    (m.islands[t] || []).forEach(function (isl) {
-      if (!isl.items.length) { return; }
-      g.setNode('isl' + isl.k, {label: 'island ' + isl.k, paddingTop: 18});
-      isl.items.forEach(function (i) { g.setParent(String(i), 'isl' + isl.k); });
-    });
-    m.edges.forEach(function (e) { g.setEdge(String(e[0]), String(e[1])); });
+    edgesOf(k).forEach(function (e) { g.setEdge(String(e[0]), String(e[1])); });
     dagre.layout(g);
     return g;
   }
@@ -94,8 +130,8 @@
       var d = 'M' + p.map(function (q) { return q.x.toFixed(1) + ',' + q.y.toFixed(1); }).join('L');
       out.push('<path class="edge" d="' + d + '" marker-end="url(#arr' + k + ')"/>');
     });
-    m.items.forEach(function (it, i) {
-      var n = g.node(String(i)), s = n.s, x = n.x - s.w / 2, y = n.y - s.h / 2;
+    state[k].drawn.forEach(function (i) {
+      var it = m.all[i], n = g.node(String(i)), s = n.s, x = n.x - s.w / 2, y = n.y - s.h / 2;
       var port = it.k === 'input' || it.k === 'output';
       var cls = port ? 'port' : 's' + it.st[t];
       var tip = it.t + (it.st ? '\n' + m.targets.map(function (tt, j) {
@@ -143,7 +179,7 @@
   function centreWorst(k) {
     // The box starts scrolled to the first of the worst items, so the problem is in view.
     var m = DATA.models[k], t = state[k].target, best = -1, worst = 0;
-    m.items.forEach(function (it, i) { if (it.st && it.st[t] > worst) { worst = it.st[t]; best = i; } });
+    state[k].drawn.forEach(function (i) { var it = m.all[i]; if (it.st && it.st[t] > worst) { worst = it.st[t]; best = i; } });
     var box = document.getElementById('graph-' + k), el = box.querySelector('g.item[data-item="' + best + '"]');
     if (!el) { return; }
     var b = box.getBoundingClientRect(), r = el.getBoundingClientRect();
@@ -182,13 +218,15 @@
   }
 
   function select(k, i, scroll) {
-    var m = DATA.models[k], it = m.items[i], box = document.getElementById('graph-' + k);
+    var m = DATA.models[k], it = m.all[i], box = document.getElementById('graph-' + k);
     state[k].item = i;
     box.querySelectorAll('g.item.sel').forEach(function (e) { e.classList.remove('sel'); });
     var el = box.querySelector('g.item[data-item="' + i + '"]');
     if (el) { el.classList.add('sel'); }
     if (el && scroll) { el.scrollIntoView({block: 'center', inline: 'center'}); }
     var multi = m.targets.length > 1, h = ['<h4>' + esc(it.l) + '</h4><div class="muted">' + esc(it.t) + '</div>'];
+    if (m.sub && it.k !== 'op' && it.rg) { h.push('<button type="button" class="toggle" data-open="' + i + '">open this box</button>'); }
+    if (it.p !== undefined) { h.push('<button type="button" class="toggle" data-close="' + it.p + '">fold back into ' + esc(m.items[it.p].l) + '</button>'); }
     if (it.k === 'op') { h.push('<div>' + esc(it.op) + ' <span class="muted">(' + esc(it.dom) + ', node #' + it.i + ')</span></div>'); }
     else if (it.n) { h.push('<div>' + it.n + ' nodes' + (it.r ? ', ×' + it.r + ' repeats' : '') + ': ' + esc(it.op) + '</div>'); }
     if (it.st) {
@@ -217,7 +255,9 @@
   }
 
   function itemOfNode(k, node) {
-    var items = DATA.models[k].items;
+    var m = DATA.models[k];
+    if (m.owner) { return state[k].open[m.owner[node]] ? m.member[node] : m.owner[node]; }
+    var items = m.items;
     for (var i = 0; i < items.length; i++) {
       var rg = items[i].rg || [];
       for (var j = 0; j < rg.length; j++) { if (node >= rg[j][0] && node <= rg[j][1]) { return i; } }
@@ -259,7 +299,16 @@
     applyFilters();
     var t0 = performance.now();
     DATA.models.forEach(function (m, k) {
-      state[k] = {target: 0, scale: 0, item: null};
+      prepare(m);
+      state[k] = {target: 0, scale: 0, item: null, open: {}, drawn: []};
+      document.getElementById('panel-' + k).addEventListener('click', function (e) {
+        var b = e.target.closest('button.toggle');
+        if (!b) { return; }
+        if (b.dataset.open) { state[k].open[b.dataset.open] = true; state[k].item = m.member[m.items[+b.dataset.open].rg[0][0]]; }
+        else { delete state[k].open[b.dataset.close]; state[k].item = +b.dataset.close; }
+        draw(k);
+        select(k, state[k].item, true);
+      });
       var box = document.getElementById('graph-' + k);
       box.addEventListener('click', function (e) {
         var g = e.target.closest('g.item');
