@@ -89,6 +89,12 @@ CATALOGUE: dict[str, RewriteSpec] = {
                     "dequantized weights (removes the activation quantization on purpose).", ("nodes",)),
         RewriteSpec("fold-transpose-pairs", True, "Remove Transpose pairs that cancel around layout-agnostic ops.",
                     ("nodes",)),
+        RewriteSpec("space-to-depth-decompose", True,
+                    "Replace a SpaceToDepth (mode=CRD) with the equivalent Reshape / Transpose / Reshape.",
+                    ("node",)),
+        RewriteSpec("maxpool-explicit-pads", True,
+                    "Replace MaxPool ceil_mode=1 by ceil_mode=0 with the end padding that gives the spec's output size.",
+                    ("node",)),
     ]
 }
 

@@ -12,13 +12,10 @@ Run as a script to print the numbers and every disagreement (docs/conformance.md
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import time
-import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import pytest
@@ -34,21 +31,10 @@ TARGETS = ("ort", "openvino")
 BAR = 0.95
 
 
-def _build_cases(folder: str) -> None:
-    import onnx
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = collect_testcases(None)
-    for c in cases:
-        onnx.save(c.model, os.path.join(folder, f"{c.name}.onnx"))
-
-
 def case_folder() -> str:
-    from testmodels.common import cached
+    from testmodels.node_cases import case_folder as folder
 
-    return cached("onnx-backend-node", _build_cases)
+    return folder()
 
 
 _core = None
@@ -72,8 +58,9 @@ def judge(path: str) -> dict:
     import onnxruntime as ort
 
     from graphlint.lint import LintOptions, lint_paths
+    from testmodels.node_cases import case_name
 
-    out: dict = {"case": os.path.basename(path)[:-5]}
+    out: dict = {"case": case_name(path)}
     so = ort.SessionOptions()
     so.log_severity_level = 4
     so.intra_op_num_threads = 1
@@ -139,36 +126,19 @@ def judge_many(paths: list[str]) -> list[dict]:
 
 def _crashed(path: str) -> dict:
     """A case that kills its worker process (a native crash in an engine or in graphlint)."""
-    return {"case": os.path.basename(path)[:-5], "ort": "process crashed", "openvino": "process crashed",
+    from testmodels.node_cases import case_name
+
+    return {"case": case_name(path), "ort": "process crashed", "openvino": "process crashed",
             "gl_ort": [], "gl_openvino": [], "crashed": True}
 
 
 def run_all(jobs: int = 2, chunk: int = 8) -> list[dict]:
-    from concurrent.futures.process import BrokenProcessPool
+    from testmodels.node_cases import case_name, model_paths, run_isolated
 
-    folder = case_folder()
-    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".onnx"))
+    files = model_paths()
     # Slow cases first so one long OpenVINO compile does not end up alone at the tail.
     files.sort(key=lambda p: "attention" not in p)
-    done: dict[str, dict] = {}
-    pending = files
-    while pending:
-        before = len(done)
-        with ProcessPoolExecutor(jobs) as ex:
-            futures = [ex.submit(judge_many, pending[i:i + chunk]) for i in range(0, len(pending), chunk)]
-            for fut in futures:
-                # a native crash takes the pool down: what did not finish is retried below
-                with contextlib.suppress(BrokenProcessPool):
-                    done.update((row["case"], row) for row in fut.result())
-        pending = [p for p in pending if os.path.basename(p)[:-5] not in done]
-        if pending and len(done) == before:  # no progress: run the first case alone
-            p = pending.pop(0)
-            with ProcessPoolExecutor(1) as ex:
-                try:
-                    done[os.path.basename(p)[:-5]] = ex.submit(judge, p).result()
-                except BrokenProcessPool:
-                    done[os.path.basename(p)[:-5]] = _crashed(p)
-    return sorted(done.values(), key=lambda r: r["case"])
+    return run_isolated(judge_many, files, _crashed, case_name, jobs, chunk)
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """The built-in passes, one per rewrite name in graphlint.rewrites.CATALOGUE (importing registers them)."""
 
-from graphlint.fix.passes import contracts, drift, fusion, graph, openvino, quant, unfuse
+from graphlint.fix.passes import contracts, drift, engine_drift, fusion, graph, openvino, quant, unfuse
 
-__all__ = ["contracts", "drift", "fusion", "graph", "openvino", "quant", "unfuse"]
+__all__ = ["contracts", "drift", "engine_drift", "fusion", "graph", "openvino", "quant", "unfuse"]

@@ -1,0 +1,132 @@
+"""The ONNX backend node tests on disk, and a process pool that survives engine crashes.
+
+``case_folder()`` materializes ``onnx.backend.test.case.node.collect_testcases()`` (about 1,900
+single-op models with their inputs and reference outputs) under testmodels/out, one folder per
+test in the layout of onnx's own test data: ``<name>/model.onnx``, ``input_<j>.pb`` and
+``output_<j>.pb`` (tensors, sequences and optionals as onnx.numpy_helper writes them).
+
+``run_isolated(fn, items)`` maps ``fn`` (which takes a list of items and returns one dict per
+item, each with a ``"case"`` key) over spawned worker processes; a native crash in an engine kills only
+its worker, and the items that did not finish are retried, the first of them alone when no
+progress is made, and reported through ``crashed(item)`` when it takes its worker down again.
+Used by tests/test_conformance_backend.py and rules/data/gen/gen_engine_drift.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from testmodels.common import cached
+
+
+def _write(folder: str, kind: str, j: int, value: Any, vtype: Any) -> None:
+    from onnx import TensorProto, numpy_helper
+
+    if vtype.HasField("sequence_type"):
+        proto = numpy_helper.from_list(value)
+    elif vtype.HasField("optional_type"):
+        proto = numpy_helper.from_optional(value)
+    elif vtype.HasField("map_type"):
+        proto = numpy_helper.from_dict(value)
+    else:
+        proto = value if isinstance(value, TensorProto) else numpy_helper.from_array(value)
+    with open(os.path.join(folder, f"{kind}_{j}.pb"), "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def _build(folder: str) -> None:
+    import onnx
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases(None)
+    for c in cases:
+        d = os.path.join(folder, c.name)
+        os.makedirs(d)
+        onnx.save(c.model, os.path.join(d, "model.onnx"))
+        inputs, outputs = c.data_sets[0]
+        for kind, values, decl in (("input", inputs, c.model.graph.input), ("output", outputs, c.model.graph.output)):
+            for j, v in enumerate(values):
+                _write(d, kind, j, v, decl[j].type)
+
+
+def case_folder() -> str:
+    return cached("onnx-backend-node-data", _build)
+
+
+def model_paths(folder: str | None = None) -> list[str]:
+    folder = folder or case_folder()
+    return sorted(os.path.join(folder, n, "model.onnx") for n in os.listdir(folder)
+                  if os.path.isfile(os.path.join(folder, n, "model.onnx")))
+
+
+def case_name(path: str) -> str:
+    return os.path.basename(os.path.dirname(path))
+
+
+def _read(path: str, vtype: Any) -> Any:
+    import onnx
+    from onnx import numpy_helper
+
+    with open(path, "rb") as f:
+        data = f.read()
+    if vtype.HasField("sequence_type"):
+        p = onnx.SequenceProto()
+        p.ParseFromString(data)
+        return numpy_helper.to_list(p)
+    if vtype.HasField("optional_type"):
+        p = onnx.OptionalProto()
+        p.ParseFromString(data)
+        return numpy_helper.to_optional(p)
+    t = onnx.TensorProto()
+    t.ParseFromString(data)
+    return numpy_helper.to_array(t)
+
+
+def load_io(model_path: str, model: Any) -> tuple[list[Any], list[Any]]:
+    """The test's inputs and reference outputs, in graph input / output order."""
+    d = os.path.dirname(model_path)
+    ins = [_read(os.path.join(d, f"input_{j}.pb"), v.type) for j, v in enumerate(model.graph.input)
+           if os.path.exists(os.path.join(d, f"input_{j}.pb"))]
+    outs = [_read(os.path.join(d, f"output_{j}.pb"), v.type) for j, v in enumerate(model.graph.output)]
+    return ins, outs
+
+
+def run_isolated(fn: Callable[[list[Any]], list[dict]], items: list[Any], crashed: Callable[[Any], dict],
+                 key: Callable[[Any], str], jobs: int = 2, chunk: int = 8) -> list[dict]:
+    """``fn`` over ``items`` in ``jobs`` worker processes, surviving native crashes; rows sorted by case.
+
+    Workers are spawned, not forked: a test process that already ran an engine holds its thread
+    pools' locks, and a forked child can wait on them forever.
+    """
+    import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")
+
+    done: dict[str, dict] = {}
+    pending = list(items)
+    while pending:
+        before = len(done)
+        with ProcessPoolExecutor(jobs, mp_context=ctx) as ex:
+            futures = [ex.submit(fn, pending[i:i + chunk]) for i in range(0, len(pending), chunk)]
+            for fut in futures:
+                # a native crash takes the pool down: what did not finish is retried below
+                with contextlib.suppress(BrokenProcessPool):
+                    done.update((row["case"], row) for row in fut.result())
+        pending = [p for p in pending if key(p) not in done]
+        if pending and len(done) == before:  # no progress: run the first item alone
+            p = pending.pop(0)
+            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+                try:
+                    row = ex.submit(fn, [p]).result()[0]
+                except BrokenProcessPool:
+                    row = crashed(p)
+                done[key(p)] = row
+    return sorted(done.values(), key=lambda r: r["case"])
