@@ -155,6 +155,44 @@ def test_collapse_reads_module_scopes_of_dynamo_exports():
     assert len(items) <= BUDGET // 4
 
 
+def _layered(path: str, layers: int) -> str:
+    """An exporter-style model: /model/embed, then ``layers`` identical /model/layers.N blocks, then a head."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["e0"], name="/model/embed/Relu"),
+             helper.make_node("Neg", ["e0"], ["e1"], name="/model/embed/Neg"),
+             helper.make_node("Abs", ["e1"], ["h0"], name="/model/embed/Abs")]
+    for i in range(layers):
+        ops = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh"]
+        for j, op in enumerate(ops):
+            src = f"h{i}" if j == 0 else f"l{i}_{j - 1}"
+            nodes.append(helper.make_node(op, [src], [f"l{i}_{j}"], name=f"/model/layers.{i}/{op}"))
+        nodes.append(helper.make_node("Add", [f"h{i}", f"l{i}_4"], [f"h{i + 1}"], name=f"/model/layers.{i}/Add"))
+    nodes.append(helper.make_node("Relu", [f"h{layers}"], ["y"], name="/model/head/Relu"))
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "y")]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", vi[:1], vi[1:]),
+                                opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_collapse_folds_module_stacks_into_runs(tmp_path):
+    """30 identical layers fold into runs of siblings; a layer with a finding breaks the run;
+    every node stays drawn exactly once."""
+    from graphlint.html.collapse import collapse
+    from graphlint.load import load_model
+
+    model = load_model(_layered(str(tmp_path / "m.onnx"), 30))
+    nodes = model.graph.nodes
+    odd = next(n.index for n in nodes if n.name == "/model/layers.17/Tanh")
+    items, _ = collapse(model.graph, lambda i: ("x",) if i == odd else (), lambda i: i == odd, budget=10)
+    assert sorted(i for it in items for i in it.nodes) == list(range(len(nodes)))
+    labels = sorted((it.kind, it.label, it.reps) for it in items if it.kind in ("block", "run"))
+    assert ("block", "model/layers.17", 1) in labels
+    assert ("run", "model/layers.0–16", 17) in labels and ("run", "model/layers.18–29", 12) in labels
+    assert ("block", "model/embed", 1) in labels
+
+
 def test_collapse_folds_repeated_blocks_into_runs(tmp_path):
     """A bench model (no module paths): stretches between single-tensor cuts fold into runs,
     and a block whose findings differ from its neighbours' breaks the run."""

@@ -3,10 +3,12 @@
 The browser lays out what this module keeps (dagre's crossing minimisation grows fast with the
 node count), so repeated structure is folded first, in linear passes over nodes and edges:
 
-1. *Units*. When exporter names carry module paths (``/text_model/encoder/layers.3/mlp/fc1/Add``)
-   each indexed module (``.../layers.3``) is one unit. Otherwise the graph is cut where a single
-   tensor is live between one node and the next in graph order (the residual stream between
-   transformer halves), and each stretch between cuts is a unit.
+1. *Units*. When node names (or the dynamo exporter's scope metadata, see page.scoped_paths)
+   carry module paths (``/text_model/encoder/layers.3/mlp/fc1/Add``), each indexed module
+   (``.../layers.3``) is one unit, and the nodes around the stacks fold by module folder.
+   Otherwise the graph is cut where a single tensor is live between one node and the next in
+   graph order (the residual stream between transformer halves; a few more tensors where that
+   leaves stretches too long), and each stretch between cuts is a unit.
 2. *Runs*. When the units still exceed the budget, consecutive units with the same op sequence
    and the same findings are folded into one run (``layers.0-11 ×12``); a unit whose findings
    differ from its neighbours' breaks the run, so the odd layer stays visible.
@@ -155,8 +157,9 @@ def collapse(graph: Graph, profile: Callable[[int], Hashable], flagged: Callable
     else:
         names = [n.name for n in nodes]
         found = _module_units(names)
-        if found is None and paths is not None and (names := paths() or names) is not None:
-            found = _module_units(names)
+        if found is None and paths is not None and (scoped := paths()) is not None:
+            found = _module_units(scoped)
+            names = scoped
         units, keys = found if found is not None else (_cut_units(graph), {})
         items = _fold_units(graph, units, keys, profile, flagged, budget, names)
         if len(items) > budget:
@@ -177,8 +180,9 @@ def _short(key: str) -> str:
     return f"{segs[1]}/…/{segs[-1]}"
 
 
-def _fold_units(graph: Graph, units: list[list[int]], names: dict[int, str], profile: Callable[[int], Hashable],
+def _fold_units(graph: Graph, units: list[list[int]], keys: dict[int, str], profile: Callable[[int], Hashable],
                 flagged: Callable[[int], bool], budget: int, paths: list[str]) -> list[Item]:
+    """``keys``: a module unit's first node -> its module path (empty for cut units)."""
     nodes = graph.nodes
     in_unit: set[int] = set()
     blocks: list[Item] = []
@@ -186,21 +190,22 @@ def _fold_units(graph: Graph, units: list[list[int]], names: dict[int, str], pro
         if len(members) < 2:
             continue
         in_unit.update(members)
-        key = names.get(members[0])
+        key = keys.get(members[0])
         label = _short(key) if key else f"{nodes[members[0]].label} …"
         blocks.append(Item("block", members, label, key or f"nodes {members[0]}–{members[-1]} in graph order"))
     singles = [_op(graph, i) for i in range(len(nodes)) if i not in in_unit]
-    if names:  # the nodes around the stacks, folded by module (flagged ones stay out)
+    if keys:  # the nodes around the stacks, folded by module (flagged ones stay out)
         singles = _fold_modules(paths, singles, flagged)
     items = sorted(singles + blocks, key=lambda it: it.nodes[0])
     if len(items) > budget and blocks:
         # Module units fold only with siblings (layers of one stack); cut units with whatever
         # follows in graph order, so a single node between two stretches breaks their run.
         stacks: dict[str, list[Item]] = {}
-        for it in items if not names else blocks:
-            stacks.setdefault(_parent(it.title) if names else "", []).append(it)
-        folded = [it for seq in stacks.values() for it in _fold_runs(graph, seq, profile, 1 if names else MAX_PERIOD)]
-        rest = [it for it in items if it.kind != "block"] if names else []
+        for it in items if not keys else blocks:
+            stacks.setdefault(_parent(it.title) if keys else "", []).append(it)
+        folded = [it for seq in stacks.values() for it in _fold_runs(graph, seq, profile, 1 if keys else MAX_PERIOD)]
+        units_at = {id(b) for b in blocks}
+        rest = [it for it in items if id(it) not in units_at] if keys else []
         items = sorted(rest + folded, key=lambda it: it.nodes[0])
     return items
 
