@@ -25,7 +25,9 @@ ATTR_CHARS = 80
 def _attr_text(value: Any) -> str:
     if hasattr(value, "nodes") and hasattr(value, "path"):  # a subgraph
         return f"graph ({len(value.nodes)} nodes)"
-    text = repr(value.tolist() if hasattr(value, "tolist") else value)
+    if hasattr(value, "tolist") and hasattr(value, "shape"):  # an array: small ones in full
+        value = value.tolist() if value.size <= 16 else f"<{value.dtype} array {list(value.shape)}>"
+    text = value if isinstance(value, str) and value.startswith("<") else repr(value)
     return text if len(text) <= ATTR_CHARS else text[:ATTR_CHARS - 1] + "…"
 
 

@@ -109,6 +109,7 @@ def findings_section(findings: list[tuple[int, Finding, int, int]], rules: dict[
                      titles: list[str], many_models: bool, where: dict[int, tuple[int, int]]) -> str:
     """``findings``: (id, finding, model number, target number); ``where[id]``: (model, node index)."""
     parts = []
+    anchored: set[str] = set()  # a rule reporting at two severities is anchored at the first
     for sev in SEVERITIES:
         mine = [x for x in findings if x[1].severity == sev]
         if not mine:
@@ -123,8 +124,10 @@ def findings_section(findings: list[tuple[int, Finding, int, int]], rules: dict[
             trs = "".join(_row(x, titles, many_models, where, hidden=n >= ROWS_SHOWN) for n, x in enumerate(rows))
             more = (f'<button type="button" class="more-btn">show all {len(rows)}</button>'
                     if len(rows) > ROWS_SHOWN else "")
+            anchor = "" if rule_id in anchored else f' id="rule-{escape(rule_id)}"'
+            anchored.add(rule_id)
             groups.append(
-                f'<div class="rule-group" id="rule-{escape(rule_id)}" data-rule="{escape(rule_id)}">'
+                f'<div class="rule-group"{anchor} data-rule="{escape(rule_id)}">'
                 f'<h4><a href="{DOCS_URI}/rules/{escape(rule_id)}.md">{escape(rule_id)}</a> '
                 f'{escape(rows[0][1].rule_name)} <span class="count">{len(rows)}</span></h4>'
                 f'<p class="muted rule-summary">{summary}</p><table class="findings"><colgroup>'
