@@ -1,0 +1,160 @@
+"""Engine truth for one model: ONNX Runtime (CPU EP) and OpenVINO (CPU) load, compile and run.
+
+Inputs are random (graphlint.fix.verify.make_feeds: token ids below the embedding table's row
+count, attention masks of ones with padded rows, images in N(0,1)) at two shapes: the declared
+one with every symbolic dim set to a small value, and another legal one (every symbolic dim
+doubled; both values in ``DIMS`` by dim name). A model whose inputs are all static runs once ("alt" is then
+"same shape"). A wheel model's manifest may give exact shapes and fixed values (a sample rate)
+where its package documents them.
+
+Verdicts per engine: ``accepts``; ``rejects`` (ORT session creation, OpenVINO read or compile
+fails); ``fails-run`` (fails at the declared shape); ``fails-run-alt`` (runs at the declared
+shape, fails at the other legal one). An empty output from non-empty inputs counts as a run failure.
+Everything but ``accepts`` is a positive.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+# Symbolic dims by name: (declared-shape value, other legal value). Unnamed or unknown dims:
+# axis 0 -> (1, 2), other axes -> (8, 16).
+DIMS = {"batch": (1, 2), "sequence": (8, 16), "samples": (400, 800), "height": (32, 64), "width": (32, 64),
+        "frames": (64, 128)}
+SAME = "same shape"  # run_alt when the model has no symbolic input dim
+
+
+def first_line(e: BaseException) -> str:
+    """The error in one line; OpenVINO's frontend report shortened to its summary and first cause."""
+    text = " ".join(str(e).split())
+    if "Summary:" in text:
+        detail = text.split("detailed log:", 1)[-1].split("Summary:", 1)[0].strip()
+        text = text.split("Summary:", 1)[1].strip() + " | " + detail
+    for noise in ("Exception from src/inference/src/cpp/core.cpp:84: ",
+                  "Check 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151: "):
+        text = text.replace(noise, "")
+    text = re.sub(r"/[^\s:'\"]*/([^/\s:'\"]+\.(?:onnx|xml))", r"\1", text)  # machine-specific folders
+    return f"{type(e).__name__}: {text}"[:400]
+
+
+def shapes(specs: list, hints: dict[str, list[int]] | None, alt: bool) -> dict[str, tuple[int, ...]]:
+    """Concrete input shapes; a dim named alike gets the same value across inputs."""
+    out: dict[str, tuple[int, ...]] = {}
+    for s in specs:
+        if hints and s.name in hints:
+            out[s.name] = tuple(hints[s.name])
+            continue
+        dims = []
+        for axis, d in enumerate(s.dims):
+            if isinstance(d, int) and d > 0:
+                dims.append(d)
+                continue
+            base = DIMS.get(d) if isinstance(d, str) else None
+            base = base or ((1, 2) if axis == 0 else (8, 16))
+            dims.append(base[1] if alt else base[0])
+        out[s.name] = tuple(dims)
+    return out
+
+
+def symbolic(specs: list) -> bool:
+    return any(not (isinstance(d, int) and d > 0) for s in specs for d in s.dims)
+
+
+def feeds_for(onnx_path: str, entry: dict) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """Inputs at the declared shape and at another legal one (None: the model has no other)."""
+    import onnx
+
+    from graphlint.fix.verify import _index_bounds, _onnx_inputs, make_feeds
+
+    model = onnx.load(onnx_path, load_external_data=False)
+    specs, bounds = _onnx_inputs(model), _index_bounds(model)
+    out = []
+    for alt in (False, True):
+        hints = entry.get("alt_shapes" if alt else "shapes")
+        if alt and hints is None and entry.get("shapes"):
+            hints = {k: [2 * v if i == 0 else v for i, v in enumerate(s)] for k, s in entry["shapes"].items()}
+        if alt and not symbolic(specs) and not entry.get("alt_shapes"):
+            out.append(None)
+            continue
+        f = make_feeds(specs, shapes(specs, hints, alt), bounds, seed=1 if alt else 0)
+        for name, value in entry.get("values", {}).items():
+            f[name] = np.asarray(value, dtype=f[name].dtype).reshape(f[name].shape)
+        out.append(f)
+    return out[0], out[1]
+
+
+def _verdict(rec: dict[str, Any], load_keys: tuple[str, ...]) -> str:
+    if any(rec.get(k) for k in load_keys):
+        return "rejects"
+    if rec.get("run"):
+        return "fails-run"
+    if rec.get("run_alt") and rec["run_alt"] != SAME:
+        return "fails-run-alt"
+    return "accepts"
+
+
+def _runs(rec: dict, base: dict, alt: dict | None, run) -> None:
+    """Fill run / run_alt of ``rec`` with None (ok) or the error's first line."""
+    for key, f in (("run", base), ("run_alt", alt)):
+        if f is None:
+            rec[key] = SAME
+            continue
+        try:
+            outs = [np.asarray(o) for o in run(f)]
+            empty = [list(o.shape) for o in outs if o.size == 0]
+            # an empty output from non-empty inputs is a wrong result, not a run (OpenVINO CPU
+            # returns batch 0 instead of failing a broadcast it cannot do)
+            rec[key] = f"wrong output: empty tensor of shape {empty[0]}" if empty else None
+        except Exception as e:
+            rec[key] = first_line(e)
+            if key == "run":
+                rec["run_alt"] = "not run"
+                break
+
+
+def ort_truth(path: str, base: dict, alt: dict | None) -> dict:
+    import onnxruntime as ort
+
+    rec: dict[str, Any] = {"load": None, "run": None, "run_alt": None}
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    try:
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        rec["load"] = first_line(e)
+        rec["run"] = rec["run_alt"] = "not run"
+    else:
+        _runs(rec, base, alt, lambda f: sess.run(None, f))
+    rec["verdict"] = _verdict(rec, ("load",))
+    return rec
+
+
+def openvino_truth(path: str, base: dict, alt: dict | None) -> dict:
+    """OpenVINO on an ONNX file or an IR (.xml); feeds are the source ONNX model's."""
+    import openvino as ov
+
+    from graphlint.fix.verify import OPENVINO_F32
+
+    rec: dict[str, Any] = {"read": None, "compile": None, "run": None, "run_alt": None}
+    core = ov.Core()
+    compiled = None
+    try:
+        model = core.read_model(path)
+    except Exception as e:
+        rec["read"] = first_line(e)
+    else:
+        try:
+            compiled = core.compile_model(model, "CPU", {**OPENVINO_F32, "INFERENCE_NUM_THREADS": 1})
+        except Exception as e:
+            rec["compile"] = first_line(e)
+    if compiled is None:
+        rec["run"] = rec["run_alt"] = "not run"
+    else:
+        _runs(rec, base, alt, lambda f: list(compiled.infer_new_request(f).values()))
+    rec["verdict"] = _verdict(rec, ("read", "compile"))
+    return rec
