@@ -21,7 +21,7 @@ Small graphs (at most ``DRAW_ALL`` nodes) are drawn node by node.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 from graphlint.html.status import top_node
@@ -280,17 +280,16 @@ def _chunk(graph: Graph, items: list[Item], flagged: Callable[[int], bool], budg
     return out
 
 
-def node_edges(graph: Graph) -> set[tuple[int, int]]:
-    """(producer, consumer) node index pairs of the main graph; a body's reads count for its owner."""
-    edges: set[tuple[int, int]] = set()
+def node_edges(graph: Graph) -> Iterator[tuple[int, int]]:
+    """(producer, consumer) node index pairs of the main graph, once per tensor read (so repeats
+    are possible); a body's reads count for its owner."""
     for node in graph.nodes:
         a = node.index
         for v in node.outputs:
             for c in v.consumers:
                 b = c.index if c.graph is graph else top_node(c).index
                 if a != b:
-                    edges.add((a, b))
-    return edges
+                    yield a, b
 
 
 def _with_ports(graph: Graph, items: list[Item]) -> tuple[list[Item], set[tuple[int, int]]]:
@@ -298,7 +297,11 @@ def _with_ports(graph: Graph, items: list[Item]) -> tuple[list[Item], set[tuple[
     for k, it in enumerate(items):
         for i in it.nodes:
             item_of[i] = k
-    edges = {(item_of[a], item_of[b]) for a, b in node_edges(graph) if item_of[a] != item_of[b]}
+    edges: set[tuple[int, int]] = set()
+    for a, b in node_edges(graph):
+        ia, ib = item_of[a], item_of[b]
+        if ia != ib:
+            edges.add((ia, ib))
     for v in graph.inputs[:MAX_PORTS]:
         if v.const is not None or not v.consumers:
             continue

@@ -125,7 +125,7 @@ def _expandable(model: Model, items: list[Item], views: list[TargetView]) -> dic
                 d["p"] = k
                 sub.append(d)
     ports = [[k, i] for k, it in enumerate(items) if it.kind in ("input", "output") for i in it.ports]
-    return {"sub": sub, "nedges": sorted(node_edges(model.graph)), "pedges": ports}
+    return {"sub": sub, "nedges": sorted(set(node_edges(model.graph))), "pedges": ports}
 
 
 def _item(model: Model, it: Item, views: list[TargetView]) -> dict[str, Any]:
