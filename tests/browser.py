@@ -14,6 +14,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,14 +36,13 @@ class Browser:
         assert CHROMIUM is not None
         to_chrome_r, self._w = os.pipe()
         self._r, from_chrome_w = os.pipe()
-
-        def fds() -> None:  # in the child: the pipe ends where Chromium expects them
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
-
-        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        # A small Python puts the pipe ends on fds 3 and 4, where Chromium expects them, then
+        # becomes Chromium (no preexec_fn: the test process may have threads).
+        move = "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); os.execv(sys.argv[3], sys.argv[3:])"
+        self.proc = subprocess.Popen([sys.executable, "-c", move, str(to_chrome_r), str(from_chrome_w), CHROMIUM,
+                                      *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     pass_fds=(3, 4), preexec_fn=fds)
+                                     pass_fds=(to_chrome_r, from_chrome_w))
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
