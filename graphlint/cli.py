@@ -94,6 +94,9 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="Configuration file (default: graphlint.toml or [tool.graphlint] in pyproject.toml)."),
         click.option("--repo-root", default=None, help="Root that SARIF paths are relative to (default: git root or cwd)."),
+        click.option("--source-root", default=None, type=click.Path(file_okay=False),
+                     help="Where the Python files that built the model are looked for, to point findings at "
+                          "their lines (default: the repo root)."),
         click.option("--debug", is_flag=True, help="Show tracebacks for internal errors."),
     ]
     for opt in reversed(opts):
@@ -101,12 +104,12 @@ def lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def build_options(targets, select, ignore, shapes, config_path, repo_root, models=()) -> Any:
+def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=()) -> Any:
     from graphlint.config import resolve_options
 
     return resolve_options(
         targets=list(targets), select=_split(select), ignore=_split(ignore), shapes=list(shapes),
-        config_path=config_path, repo_root=repo_root, models=list(models),
+        config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
     )
 
 
@@ -136,7 +139,7 @@ def emit(text: str, output: str | None) -> None:
               help="Processes to use: models linted at once, each in a worker, and a big model's "
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
 @guarded
-def check(models, targets, select, ignore, shapes, config_path, repo_root, debug, fmt, output, fail_level,
+def check(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
           baseline_path, stats, color, time_budget, jobs) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     if _PROCESS_EXITS_AFTER:
@@ -154,7 +157,7 @@ def check(models, targets, select, ignore, shapes, config_path, repo_root, debug
         from graphlint.load import onnx_loader
 
         onnx_loader.start_early(models[0])
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
     if time_budget is not None:
         opts.time_budget = time_budget
     if not (baseline_path or opts.baseline):  # matching a baseline reads each model's graph

@@ -14,6 +14,7 @@ one. ``graphlint config`` prints the effective values and where each came from.
     fail-level = "warning"
     baseline = "graphlint-baseline.json"
     suppressions = "graphlint-suppressions.toml"
+    source-root = "."
 
     [tool.graphlint.severity]
     GL0003 = "error"
@@ -63,6 +64,7 @@ TOP_KEYS: dict[str, str] = {
     "suppress": "array",
     "target-options": "table",
     "shapes": "table",
+    "source-root": "str",
 }
 ALIASES = {"targets": "target"}
 SUPPRESS_KEYS = {"model": "str", "rule": "str", "node": "str", "target": "str", "reason": "str"}
@@ -275,6 +277,7 @@ def effective_config(
     models: list[str] | None = None,
     fail_level: str | None = None,
     baseline: str | None = None,
+    source_root: str | None = None,
 ) -> Effective:
     eff = Effective()
     if config_path:
@@ -420,6 +423,14 @@ def effective_config(
     eff.values["_suppressions"] = supp
     eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
             "default (git root or working directory)")
+    # where findings' Python source files are looked for (graphlint.analysis.origins)
+    if source_root:
+        eff.set("source-root", os.path.abspath(source_root), "command line --source-root")
+    elif "source-root" in conf:
+        eff.set("source-root", os.path.normpath(os.path.join(base, conf["source-root"])),
+                eff.file_source("source-root"))
+    else:
+        eff.set("source-root", eff.values["root"], "default (the root)")
     return eff
 
 
@@ -456,6 +467,7 @@ def options_from(eff: Effective) -> LintOptions:
         ignore=list(eff.values["ignore"]),
         severity_overrides=dict(eff.values["severity"]),
         root=eff.values["root"],
+        source_root=eff.values["source-root"],
         fail_level=Severity.parse(eff.values["fail-level"]).label,
         baseline=eff.values["baseline"],
     )
@@ -466,9 +478,10 @@ def options_from(eff: Effective) -> LintOptions:
 
 
 def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
-                    models: list[str] | None = None) -> LintOptions:
+                    models: list[str] | None = None, source_root: str | None = None) -> LintOptions:
     return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
-                                         config_path=config_path, repo_root=repo_root, models=models))
+                                         config_path=config_path, repo_root=repo_root, models=models,
+                                         source_root=source_root))
 
 
 # --------------------------------------------------------------------------- graphlint config
@@ -510,7 +523,7 @@ def register(cli) -> None:
     @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), default=None)
     @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @guarded
-    def config_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, fail_level,
+    def config_cmd(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fail_level,
                    baseline_path, fmt) -> None:
         """Print the effective configuration and where each value came from.
 
@@ -518,5 +531,6 @@ def register(cli) -> None:
         """
         eff = effective_config(targets=list(targets), select=_split(select), ignore=_split(ignore),
                                shapes=list(shapes), config_path=config_path, repo_root=repo_root,
-                               models=list(models), fail_level=fail_level, baseline=baseline_path)
+                               models=list(models), fail_level=fail_level, baseline=baseline_path,
+                               source_root=source_root)
         click.echo(render_effective(eff, fmt), nl=False)

@@ -10,10 +10,11 @@ class GraphlintError(Exception):
 class InputError(GraphlintError):
     """The model file (or a file it references) cannot be read as a model."""
 
-    def __init__(self, path: str, problem: str) -> None:
+    def __init__(self, path: str, problem: str, line: int | None = None) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+        self.line = line  # 1-based line in a text model file (OpenVINO .xml), when known
 
 
 class UsageError(GraphlintError):

@@ -24,6 +24,21 @@ import numpy as np
 Dim = int | str | None
 # A shape is a tuple of dims, or None when even the rank is unknown.
 Shape = tuple[Dim, ...] | None
+INT64_MAX = 2**63 - 1
+
+
+def impossible_shape(shape: Shape) -> bool:
+    """A static dim below -1, or static dims whose product exceeds INT64_MAX (with no 0 among
+    them): a tensor no engine can hold (GL0007; loaders flag models that have one)."""
+    if not shape:
+        return False
+    n = 1
+    for d in shape:
+        if isinstance(d, int):
+            if d < -1:
+                return True
+            n *= d if d > 0 else (0 if d == 0 else 1)
+    return n > INT64_MAX
 
 ONNX = "onnx"
 OPENVINO = "openvino"
@@ -155,6 +170,7 @@ class Node:
     __slots__ = (
         "_attrs",
         "_decode",
+        "_meta",
         "dialect",
         "domain",
         "graph",
@@ -180,6 +196,7 @@ class Node:
         opset: int | str | None = None,
         decode: Callable[[], dict[str, Any]] | None = None,
         source: SourceLoc | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> None:
         # The ONNX loader's _OnnxNode sets these same slots itself (a call through here costs
         # 0.1 s a 100k nodes on the critical path): keep the two in step.
@@ -196,6 +213,13 @@ class Node:
         self._decode = decode
         self._attrs: dict[str, Any] | None = None
         self.source = source
+        self._meta = NO_RT_INFO if not metadata else MappingProxyType(dict(metadata))
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """What the producer recorded on the node, read-only: ONNX ``metadata_props`` (plus its
+        ``doc_string`` under the key ``"doc_string"``), OpenVINO IR the layer's ``rt_info``."""
+        return self._meta
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -280,6 +304,7 @@ class LoadIssue:
     value: str | None = None
     line: int | None = None
     graph_path: str = "main"
+    key: str | None = None  # tells issues of one kind on one node apart (an <edge>'s endpoints)
 
 
 class Background(Protocol):
@@ -310,6 +335,7 @@ class Model:
     # merged into it: the values carry those types.
     proto: Any = None
     ov_opsets: set[str] = field(default_factory=set)  # OpenVINO opsets used
+    ov_layer_types: set[tuple[str, str]] = field(default_factory=set)  # OpenVINO (version, type) pairs used
     stats: dict[str, Any] = field(default_factory=dict)  # loader facts (unknown shapes, ...)
     # Graph input/output types as the file declares them, before shape inference filled gaps.
     declared_io: dict[str, tuple[str | None, Shape]] = field(default_factory=dict)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphlint import forked, registry
-from graphlint.analysis import run_early
+from graphlint.analysis import origins, run_early
 from graphlint.engine import LintResult, RuleRun, analyses_needed
 from graphlint.errors import GraphlintError, InputError
 from graphlint.load import load_model
@@ -69,6 +69,7 @@ class LintOptions:
     severity_overrides: dict[str, Severity] = field(default_factory=dict)
     rule_options: dict[str, Any] = field(default_factory=dict)  # shapes, pad_multiple, ...
     root: str = "."
+    source_root: str | None = None  # where findings' Python frames are looked for (default: root)
     fail_level: str = "error"
     baseline: str | None = None
     on_model: Callable[[str], None] | None = None  # progress callback
@@ -136,7 +137,9 @@ def _lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts:
         timings["load"] = time.perf_counter() - t0
         timings.update((f"load:{k}", v) for k, v in model.timings.items())
         model.stats.setdefault("nodes", model.node_count)
-        return [run.result(dict(timings)) for run in runs]
+        results = [run.result(dict(timings)) for run in runs]
+        origins.attach(model, (f for res in results for f in res.findings), opts.source_root or opts.root)
+        return results
     finally:
         if model.pending:  # raised before ready(): inference and checker children must not run on
             forked.cancel_all()
@@ -183,7 +186,7 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]],
         forked.cancel_all()  # an inference child forked for this model must not run on
         return [], budget_failure(path, opts.time_budget)
     except InputError as e:
-        return [], LoadFailure(path, e.problem)
+        return [], LoadFailure(path, e.problem, e.line)
     except GraphlintError as e:
         return [], LoadFailure(path, str(e))
     except (MemoryError, RecursionError) as e:

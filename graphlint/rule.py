@@ -30,6 +30,7 @@ from graphlint.ir import ONNX, Model, Node, SourceLoc, Value
 
 if TYPE_CHECKING:
     from graphlint.analysis import Analyses
+    from graphlint.analysis.origins import Origin
     from graphlint.target import Target
 
 ALL_OPS = frozenset({"*"})
@@ -102,6 +103,7 @@ class Finding:
     rewrite: Rewrite | None = None
     properties: dict[str, Any] = field(default_factory=dict)
     suppressed: str | None = None  # reason, when a suppression matched
+    origin: Origin | None = None  # where the node came from in the model's code (set after the rules ran)
 
     @property
     def identity(self) -> str:
@@ -110,9 +112,14 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
+        """Rule, model, subject and the rule's ``kind`` discriminator (a rule that can report one
+        subject more than once sets ``kind=`` to say which problem each finding is)."""
         # "./m.onnx" and "m.onnx" are the same model; baselines use structural anchors (graphlint.workflow)
         model = posixpath.normpath(self.model.replace("\\", "/"))
         text = f"{self.rule_id}|{model}|{self.identity}"
+        kind = self.properties.get("kind")
+        if kind:
+            text += f"|{kind}"
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def sort_key(self) -> tuple:

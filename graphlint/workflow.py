@@ -362,11 +362,11 @@ def register(cli) -> None:
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
                   help=f"Baseline file to write (default: the configured baseline, else {DEFAULT_BASELINE}).")
     @guarded
-    def baseline_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, output) -> None:
+    def baseline_cmd(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output) -> None:
         """Record today's findings so later runs with --baseline report only new ones."""
         from graphlint.fsutil import atomic_write_text, check_output_path
 
-        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
         path = output or opts.baseline or DEFAULT_BASELINE
         check_output_path(path)
         opts.on_model = _progress(len(models))

@@ -52,7 +52,7 @@ class OnnxChecker(Rule):
                     by_name = {n.name: n for n in model.graph.walk() if n.name}
                 node = by_name.get(issue.value or "")
                 where = f"{quote_node(node)} fails" if node else "The model fails"
-                yield ctx.finding(node, f"{where} strict shape inference: {issue.message}")
+                yield ctx.finding(node, f"{where} strict shape inference: {issue.message}", kind="shape-inference")
         proto = model.proto
         if proto is None:
             return
@@ -81,7 +81,7 @@ class OnnxChecker(Rule):
                 except Exception as e:
                     found += 1
                     yield ctx.finding(node, f"Node {quote(node.label if node else np_.name)} ({np_.op_type}) "
-                                            f"fails onnx.checker: {_clean(e)}")
+                                            f"fails onnx.checker: {_clean(e)}", kind="checker")
                 if node is not None:
                     for attr, sub in node.subgraphs.items():
                         a = next((a for a in np_.attribute if a.name == attr.split("[")[0]), None)
@@ -94,14 +94,14 @@ class OnnxChecker(Rule):
                     except Exception as e:
                         found += 1
                         yield ctx.finding(None, f"Graph input/output {quote(vi.name)} fails onnx.checker: {_clean(e)}",
-                                          value=vi.name)
+                                          value=vi.name, kind="checker-io")
             for tp in gp.initializer:
                 try:
                     onnx.checker.check_tensor(tp, cctx)
                 except Exception as e:
                     found += 1
                     yield ctx.finding(None, f"Initializer {quote(tp.name)} fails onnx.checker: {_clean(e)}",
-                                      value=tp.name)
+                                      value=tp.name, kind="checker-initializer")
             graph = graphs.get(path)
             for f in self._topology(ctx, graph) if graph is not None else ():
                 found += 1
@@ -109,7 +109,7 @@ class OnnxChecker(Rule):
         if not found:
             node = self._node_from_message(model, first)
             yield ctx.finding(node, f"{'Node ' + quote(node.label) + ' fails' if node else 'The model fails'} "
-                                    f"onnx.checker: {_clean(first)}")
+                                    f"onnx.checker: {_clean(first)}", kind="checker")
 
     def _topology(self, ctx: RuleContext, graph: Graph) -> Iterator[Finding]:
         """Inputs nothing produced before use (onnx requires topological order) and SSA violations."""
@@ -127,11 +127,12 @@ class OnnxChecker(Rule):
                     what = "is produced only by a later node (graph not topologically sorted)" if later \
                         else "is not produced by any node, initializer or graph input"
                     yield ctx.finding(node, f"{quote_node(node)} input {quote(v.name)} {what}.",
-                                      value=v.name)
+                                      value=v.name, kind="unsorted" if later else "unproduced")
             for v in node.outputs:
                 if v.name and (v.name in produced or v.name in inputs):
                     yield ctx.finding(node, f"{quote_node(node)} output {quote(v.name)} "
-                                            f"is assigned more than once (ONNX graphs are SSA).", value=v.name)
+                                            f"is assigned more than once (ONNX graphs are SSA).", value=v.name,
+                                      kind="ssa")
                 produced.add(v.name)
 
     @staticmethod

@@ -52,10 +52,6 @@ def _num(x: float | None) -> float | str | None:
     return float(f"{x:.4g}")
 
 
-def observe_many(paths: list[str]) -> list[dict[str, Any]]:
-    return [observe_one(p) for p in paths]
-
-
 def _crashed(path: str) -> dict[str, Any]:
     from testmodels.node_cases import case_name
 
@@ -64,30 +60,29 @@ def _crashed(path: str) -> dict[str, Any]:
 
 
 def observe(paths: list[str] | None = None, jobs: int = 2) -> list[dict[str, Any]]:
-    from testmodels.node_cases import case_name, model_paths, run_isolated
+    from testmodels.node_cases import case_name, model_paths
+    from testmodels.pool import isolated_map
 
     files = paths if paths is not None else model_paths()
     files = sorted(files, key=lambda p: "attention" not in p)  # long compiles first
-    return run_isolated(observe_many, files, _crashed, case_name, jobs, 8)
+    done = isolated_map(observe_one, files, key=case_name, on_crash=_crashed, jobs=jobs, chunk=8)
+    return sorted(done.values(), key=lambda r: r["case"])
 
 
 NEW_RULES = ("GL2010", "GL2011")
 
 
-def lint_many(paths: list[str]) -> list[dict[str, Any]]:
-    """Per test and target: the drift (GL2xxx) findings, as (rule id, node label, op type)."""
+def lint_one(path: str) -> dict[str, Any]:
+    """Per target: the test's drift (GL2xxx) findings, as (rule id, node label, op type)."""
     from graphlint.lint import LintOptions, lint_paths
     from testmodels.node_cases import case_name
 
-    rows = []
-    for path in paths:
-        row: dict[str, Any] = {"case": case_name(path)}
-        run = lint_paths([path], LintOptions(targets=["ort", "openvino"], select=["drift"]))
-        for res in run.results:
-            row[res.target.name] = [[f.rule_id, f.node or "", f.op_type or ""] for f in res.findings
-                                    if not f.suppressed and f.rule_id.startswith("GL2")]
-        rows.append(row)
-    return rows
+    row: dict[str, Any] = {"case": case_name(path)}
+    run = lint_paths([path], LintOptions(targets=["ort", "openvino"], select=["drift"]))
+    for res in run.results:
+        row[res.target.name] = [[f.rule_id, f.node or "", f.op_type or ""] for f in res.findings
+                                if not f.suppressed and f.rule_id.startswith("GL2")]
+    return row
 
 
 def _lint_crashed(path: str) -> dict[str, Any]:
@@ -97,10 +92,11 @@ def _lint_crashed(path: str) -> dict[str, Any]:
 
 
 def lint_all(paths: list[str] | None = None, jobs: int = 2) -> dict[str, dict[str, Any]]:
-    from testmodels.node_cases import case_name, model_paths, run_isolated
+    from testmodels.node_cases import case_name, model_paths
+    from testmodels.pool import isolated_map
 
-    rows = run_isolated(lint_many, paths if paths is not None else model_paths(), _lint_crashed, case_name, jobs, 16)
-    return {r["case"]: r for r in rows}
+    return isolated_map(lint_one, paths if paths is not None else model_paths(), key=case_name,
+                        on_crash=_lint_crashed, jobs=jobs, chunk=16)
 
 
 def score(obs: dict[str, Any], lint: dict[str, dict[str, Any]], engine: str) -> dict[str, Any]:

@@ -5,20 +5,14 @@ single-op models with their inputs and reference outputs) under testmodels/out, 
 test in the layout of onnx's own test data: ``<name>/model.onnx``, ``input_<j>.pb`` and
 ``output_<j>.pb`` (tensors, sequences and optionals as onnx.numpy_helper writes them).
 
-``run_isolated(fn, items)`` maps ``fn`` (which takes a list of items and returns one dict per
-item, each with a ``"case"`` key) over spawned worker processes; a native crash in an engine kills only
-its worker, and the items that did not finish are retried, the first of them alone when no
-progress is made, and reported through ``crashed(item)`` when it takes its worker down again.
+Engines run over the cases in testmodels.pool.isolated_map (a native crash kills only its worker).
 Used by tests/test_conformance_backend.py and rules/data/gen/gen_engine_drift.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from testmodels.common import cached
@@ -96,37 +90,3 @@ def load_io(model_path: str, model: Any) -> tuple[list[Any], list[Any]]:
            if os.path.exists(os.path.join(d, f"input_{j}.pb"))]
     outs = [_read(os.path.join(d, f"output_{j}.pb"), v.type) for j, v in enumerate(model.graph.output)]
     return ins, outs
-
-
-def run_isolated(fn: Callable[[list[Any]], list[dict]], items: list[Any], crashed: Callable[[Any], dict],
-                 key: Callable[[Any], str], jobs: int = 2, chunk: int = 8) -> list[dict]:
-    """``fn`` over ``items`` in ``jobs`` worker processes, surviving native crashes; rows sorted by case.
-
-    Workers are spawned, not forked: a test process that already ran an engine holds its thread
-    pools' locks, and a forked child can wait on them forever.
-    """
-    import multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
-
-    ctx = multiprocessing.get_context("spawn")
-
-    done: dict[str, dict] = {}
-    pending = list(items)
-    while pending:
-        before = len(done)
-        with ProcessPoolExecutor(jobs, mp_context=ctx) as ex:
-            futures = [ex.submit(fn, pending[i:i + chunk]) for i in range(0, len(pending), chunk)]
-            for fut in futures:
-                # a native crash takes the pool down: what did not finish is retried below
-                with contextlib.suppress(BrokenProcessPool):
-                    done.update((row["case"], row) for row in fut.result())
-        pending = [p for p in pending if key(p) not in done]
-        if pending and len(done) == before:  # no progress: run the first item alone
-            p = pending.pop(0)
-            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
-                try:
-                    row = ex.submit(fn, [p]).result()[0]
-                except BrokenProcessPool:
-                    row = crashed(p)
-                done[key(p)] = row
-    return sorted(done.values(), key=lambda r: r["case"])

@@ -2,8 +2,9 @@
 
 The contract for a model graphlint cannot read (tests/test_hostile_*.py): exit code 2, exactly
 one line on stderr naming the file and the problem, no traceback, and with ``--format sarif``
-a schema-valid file whose invocation carries a ``toolExecutionNotifications`` entry and a
-GL9000 result located on the file. A model that loads gives exit 0 or 1 and a quiet stderr.
+a file whose invocation carries a ``toolExecutionNotifications`` entry and a GL9000 result
+located on the file. A model that loads gives exit 0 or 1 and a quiet stderr. Every SARIF these
+helpers produce passes tests/sarif_github.py (schema, and what GitHub code scanning accepts).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import struct
 from dataclasses import dataclass
 from urllib.parse import quote
 
+import numpy as np
 from click.testing import CliRunner
 
 from graphlint.cli import _register_subcommands, cli
-from tests.conftest import validate_sarif
+from tests.sarif_github import check_github_sarif
 
 _registered = False
 
@@ -43,7 +45,7 @@ def lint_cli(*args: str) -> Outcome:
 
 
 def lint_sarif(paths: list[str], out_dir: str, *extra: str) -> Outcome:
-    """Lint with ``--format sarif -o``; the SARIF file (validated) is on the Outcome."""
+    """Lint with ``--format sarif -o``; the SARIF file (checked) is on the Outcome."""
     out = os.path.join(out_dir, "report.sarif")
     if os.path.exists(out):
         os.unlink(out)
@@ -53,12 +55,17 @@ def lint_sarif(paths: list[str], out_dir: str, *extra: str) -> Outcome:
     assert os.path.isfile(out), f"no SARIF written (exit {r.code}): {r.err}"
     with open(out, encoding="utf-8") as f:
         r.sarif = json.load(f)
-    validate_sarif(r.sarif)
+    check_github_sarif(r.sarif, sarif_root(extra))
     return r
 
 
-def uri_of(path: str) -> str:
-    return quote(os.path.abspath(path).replace(os.sep, "/"), safe="/")
+def sarif_root(args: tuple[str, ...] | list[str]) -> str:
+    """The root SARIF URIs are relative to, as the command line resolves it."""
+    from graphlint.config import repo_root
+
+    args = list(args)
+    explicit = args[args.index("--repo-root") + 1] if "--repo-root" in args[:-1] else None
+    return os.path.abspath(repo_root(explicit))
 
 
 def assert_input_error(path: str, out_dir: str, *extra: str, says: str | tuple[str, ...] = ()) -> str:
@@ -98,6 +105,62 @@ def rule_ids(run: dict) -> set[str]:
 def messages(run: dict) -> str:
     """Every result message of a SARIF run, one per line (asserts match on words, not rule ids)."""
     return "\n".join(x["message"]["text"] for x in run["results"])
+
+
+# --- a real OpenVINO IR to damage ------------------------------------------------------------------
+
+ADD_WEIGHTS = np.array([[1, 2, 3, 4]], np.float32)
+
+
+def _build_add_ir(folder: str) -> None:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from testmodels.common import to_openvino
+
+    g = h.make_graph([h.make_node("Add", ["x", "w"], ["y"], name="add")], "add",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+                     [onnx.numpy_helper.from_array(ADD_WEIGHTS, "w")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), os.path.join(folder, "add.onnx"))
+    to_openvino(os.path.join(folder, "add.onnx"), os.path.join(folder, "add.xml"))
+
+
+def add_ir() -> tuple[str, bytes]:
+    """A real IR written by OpenVINO (Parameter, Const, Add, Result): its .xml text and .bin bytes."""
+    return built_ir("hostile-openvino-add", _build_add_ir, "add")
+
+
+def built_ir(name: str, builder, stem: str) -> tuple[str, bytes]:
+    """``stem``.xml text and .bin bytes that ``builder(folder)`` writes, built once (testmodels cache)."""
+    from testmodels.common import cached
+
+    folder = cached(name, builder)
+    with open(os.path.join(folder, f"{stem}.xml"), encoding="utf-8") as f:
+        xml = f.read()
+    with open(os.path.join(folder, f"{stem}.bin"), "rb") as f:
+        return xml, f.read()
+
+
+def write_ir(folder, name: str, xml: str, bin_bytes: bytes | None = None) -> str:
+    """``folder/name.xml`` (and ``name.bin`` when given); returns the .xml path."""
+    p = os.path.join(folder, f"{name}.xml")
+    with open(p, "w", encoding="utf-8") as f:
+        f.write(xml)
+    if bin_bytes is not None:
+        with open(os.path.join(folder, f"{name}.bin"), "wb") as f:
+            f.write(bin_bytes)
+    return p
+
+
+def line_of(text: str, needle: str) -> int:
+    """1-based line of the first line containing ``needle`` (found independently of graphlint)."""
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def body_of(xml: str) -> str:
+    """The IR without its XML declaration, to put a DOCTYPE in front."""
+    return xml.split("\n", 1)[1]
 
 
 # --- raw protobuf: nesting deeper than the protobuf library lets onnx.helper build ----------------
@@ -172,21 +235,6 @@ def fuzz_settings(default_examples: int = 40):
     )
 
 
-_SARIF_VALIDATOR = None
-
-
-def _validate_sarif_fast(doc: dict) -> None:
-    global _SARIF_VALIDATOR
-    if _SARIF_VALIDATOR is None:
-        import jsonschema
-
-        from tests.conftest import SARIF_SCHEMA
-
-        with open(SARIF_SCHEMA, encoding="utf-8") as f:
-            _SARIF_VALIDATOR = jsonschema.Draft4Validator(json.load(f))
-    _SARIF_VALIDATOR.validate(doc)
-
-
 def lint_in_process(paths: list[str], targets: list[str] | None = None):
     """What ``graphlint check`` does minus the process: lint, render every format, exit code.
 
@@ -201,7 +249,7 @@ def lint_in_process(paths: list[str], targets: list[str] | None = None):
     for fmt in ("text", "json", "github"):
         assert isinstance(render(run, fmt), str)
     doc = json.loads(render(run, "sarif"))
-    _validate_sarif_fast(doc)
+    check_github_sarif(doc, run.root)
     for fail in run.failures:
         assert fail.message and "\n" not in fail.message, fail.message
         assert "Traceback" not in fail.message

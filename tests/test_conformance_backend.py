@@ -120,10 +120,6 @@ def score(rows: list[dict], target: str) -> tuple[Score, list[dict]]:
     return s, wrong
 
 
-def judge_many(paths: list[str]) -> list[dict]:
-    return [judge(p) for p in paths]
-
-
 def _crashed(path: str) -> dict:
     """A case that kills its worker process (a native crash in an engine or in graphlint)."""
     from testmodels.node_cases import case_name
@@ -133,12 +129,14 @@ def _crashed(path: str) -> dict:
 
 
 def run_all(jobs: int = 2, chunk: int = 8) -> list[dict]:
-    from testmodels.node_cases import case_name, model_paths, run_isolated
+    from testmodels.node_cases import case_name, model_paths
+    from testmodels.pool import isolated_map
 
     files = model_paths()
     # Slow cases first so one long OpenVINO compile does not end up alone at the tail.
     files.sort(key=lambda p: "attention" not in p)
-    return run_isolated(judge_many, files, _crashed, case_name, jobs, chunk)
+    done = isolated_map(judge, files, key=case_name, on_crash=_crashed, jobs=jobs, chunk=chunk)
+    return sorted(done.values(), key=lambda r: r["case"])
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from testmodels.corpus import truth  # noqa: E402
 from testmodels.corpus.build import Model, corpus  # noqa: E402
-from testmodels.corpus.pool import isolated_map  # noqa: E402
+from testmodels.pool import isolated_map  # noqa: E402
 from tests.test_conformance_backend import Score  # noqa: E402
 
 PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0

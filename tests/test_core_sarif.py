@@ -5,55 +5,33 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 import pytest
 
-from tests.conftest import run_cli, validate_sarif
+from tests.conftest import run_cli
 from tests.models import contrib_model, relu_model, save, two_bad_nodes
+from tests.sarif_github import check_github_sarif
 
 
-def check_github_rules(doc: dict) -> None:
-    assert doc["version"] == "2.1.0" and doc["$schema"]
+def check_github_rules(doc: dict, root: str | None = None) -> None:
+    """tests/sarif_github.py's check, and what graphlint itself promises on top: one run,
+    rules with documentation links, and (for models under the root, as in these tests)
+    root-relative URIs."""
+    check_github_sarif(doc, root)
     (run,) = doc["runs"]
-    driver = run["tool"]["driver"]
-    assert driver["name"] == "graphlint" and driver["semanticVersion"] and driver["informationUri"]
-    ids = [r["id"] for r in driver["rules"]]
-    assert len(ids) == len(set(ids))
-    for r in driver["rules"]:
-        assert re.fullmatch(r"(?:[A-Z][a-z0-9]*)+", r["name"]) and len(r["name"]) <= 255
-        for key in ("shortDescription", "fullDescription"):
-            assert 0 < len(r[key]["text"]) <= 1024
-        assert r["help"]["text"] and r["help"]["markdown"] and "docs/rules/" in r["help"]["markdown"]
-        assert r["defaultConfiguration"]["level"] in ("note", "warning", "error")
-        tags = r["properties"]["tags"]
-        assert len(tags) <= 10 and len(tags) == len(set(tags))
-        assert r["properties"]["precision"] and r["properties"]["problem.severity"] in (
-            "error", "warning", "recommendation")
-    assert "results" in run
-    assert len(run["results"]) <= 25_000
-    inv = run["invocations"]
-    assert len(inv) == 1 and inv[0]["executionSuccessful"] is True
+    for r in run["tool"]["driver"]["rules"]:
+        assert "docs/rules/" in r["help"]["markdown"]
+        assert len(r["properties"]["tags"]) <= 10 and r["properties"]["precision"]
     for res in run["results"]:
-        assert driver["rules"][res["ruleIndex"]]["id"] == res["ruleId"]
-        assert res["level"] in ("note", "warning", "error")
-        assert res["message"]["text"].split(". ")[0] and res["message"]["text"].endswith(".")
+        assert res["message"]["text"].endswith(".")
         (loc,) = res["locations"]
-        art = loc["physicalLocation"]["artifactLocation"]
-        assert art["uriBaseId"] == "%SRCROOT%"
-        assert not art["uri"].startswith("/") and "\\" not in art["uri"] and " " not in art["uri"]
-        if art["uri"].endswith(".xml"):
-            assert loc["physicalLocation"]["region"]["startLine"] >= 1
-        else:
-            assert "region" not in loc["physicalLocation"]
-        assert res["partialFingerprints"]["primaryLocationLineHash"]
+        assert loc["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
 
 
 def sarif(*args: str, cwd: str) -> tuple[int, dict, str]:
     r = run_cli(*args, "--format", "sarif", "--repo-root", cwd, cwd=cwd)
     doc = json.loads(r.out)
-    validate_sarif(doc)
-    check_github_rules(doc)
+    check_github_rules(doc, cwd)
     return r.code, doc, r.out
 
 
@@ -121,5 +99,4 @@ def test_written_report_files_are_valid(tmp_path, fmt):
     with open(out, encoding="utf-8") as f:
         doc = json.load(f)
     if fmt == "sarif":
-        validate_sarif(doc)
-        check_github_rules(doc)
+        check_github_rules(doc, str(tmp_path))

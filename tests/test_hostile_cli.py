@@ -15,9 +15,10 @@ import pytest
 from graphlint import lint
 from graphlint.lint import LintOptions, lint_paths
 from graphlint.rule import Finding, Rule, RuleContext, Severity
-from tests.conftest import run_cli, validate_sarif
-from tests.hostile_support import assert_input_error, lint_cli, lint_sarif
+from tests.conftest import ROOT, run_cli
+from tests.hostile_support import assert_input_error, lint_cli, lint_sarif, sarif_root
 from tests.models import contrib_model, relu_model, save
+from tests.sarif_github import check_github_sarif
 
 
 def one_error_line(err: str, path: str) -> str:
@@ -37,7 +38,7 @@ def test_paths_with_spaces_and_unicode(tmp_path):
     assert r.code == 2, r.err
     one_error_line(r.err, str(bad))
     doc = json.loads((folder / "rapport été.sarif").read_text(encoding="utf-8"))
-    validate_sarif(doc)
+    check_github_sarif(doc, ROOT)
     uris = [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
             for n in doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]]
     assert len(uris) == 1 and "%20" in uris[0] and "cass%C3%A9" in uris[0]
@@ -135,6 +136,8 @@ def test_every_output_format_on_a_broken_model(tmp_path):
         r = lint_cli(str(bad), "--format", fmt)
         assert r.code == 2, fmt
         one_error_line(r.err, str(bad))
+        if fmt == "sarif":
+            check_github_sarif(json.loads(r.out), sarif_root(()))
     r = lint_cli(str(bad), "--format", "github")
     assert "::error" in r.out and "bad.onnx" in r.out
 

@@ -10,45 +10,22 @@ import numpy as np
 import pytest
 
 from graphlint.load import load_model
-from testmodels.common import cached, to_openvino
-from tests.hostile_support import assert_input_error, assert_loads, lint_cli, messages, sparse_file
-
-WEIGHTS = np.array([[1, 2, 3, 4]], np.float32)
-
-
-def _build(folder: str) -> None:
-    import onnx
-    from onnx import TensorProto as T
-    from onnx import helper as h
-
-    g = h.make_graph([h.make_node("Add", ["x", "w"], ["y"], name="add")], "add",
-                     [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-                     [onnx.numpy_helper.from_array(WEIGHTS, "w")])
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), os.path.join(folder, "add.onnx"))
-    to_openvino(os.path.join(folder, "add.onnx"), os.path.join(folder, "add.xml"))
+from tests.hostile_support import ADD_WEIGHTS as WEIGHTS
+from tests.hostile_support import (
+    add_ir,
+    assert_input_error,
+    assert_loads,
+    body_of,
+    lint_cli,
+    messages,
+    sparse_file,
+)
+from tests.hostile_support import write_ir as write
 
 
 @pytest.fixture(scope="module")
 def ir() -> tuple[str, bytes]:
-    """A real IR written by OpenVINO (Parameter, Const, Add, Result): its .xml text and .bin bytes."""
-    folder = cached("hostile-openvino-add", _build)
-    with open(os.path.join(folder, "add.xml"), encoding="utf-8") as f:
-        xml = f.read()
-    with open(os.path.join(folder, "add.bin"), "rb") as f:
-        return xml, f.read()
-
-
-def write(tmp_path, name: str, xml: str, bin_bytes: bytes | None = None) -> str:
-    p = tmp_path / f"{name}.xml"
-    p.write_text(xml, encoding="utf-8")
-    if bin_bytes is not None:
-        (tmp_path / f"{name}.bin").write_bytes(bin_bytes)
-    return str(p)
-
-
-def body_of(xml: str) -> str:
-    """The IR without its XML declaration, to put a DOCTYPE in front."""
-    return xml.split("\n", 1)[1]
+    return add_ir()
 
 
 def test_the_unmodified_ir_is_clean(tmp_path, ir):

@@ -325,6 +325,27 @@ def test_100k_node_report_renders(tmp_path):
 
 
 @needs_chromium
+def test_origin_in_row_and_panel(tmp_path):
+    """A dynamo export records each node's source line: the finding's row shows it, and so does
+    the panel when the node is clicked in the graph."""
+    from testmodels.origin_models import models
+    from tests.conftest import ROOT
+
+    page = tmp_path / "o.html"
+    r = run_cli("report", os.path.join(models(), "dynamo18.onnx"), "--target", "openvino@npu", "--select", "GL3004",
+                "--repo-root", ROOT, "-o", str(page))
+    assert r.code == 0, r.err
+    data = page_data(page.read_text(encoding="utf-8"))["models"][0]
+    k = next(i for i, it in enumerate(data["items"]) if it.get("op") == "NonZero")
+    with Browser(tmp_path / "profile") as b:
+        b.open(page)
+        row = b.js("document.querySelector('tr.finding .origin').textContent")
+        assert row.startswith("Origin from testmodels/origin_models.py:") and "torch.nonzero" in row
+        b.click(f'#graph-0 g.item[data-item="{k}"]')
+        assert row in b.js("document.getElementById('panel-0').textContent")
+
+
+@needs_chromium
 def test_browser_check_catches_script_errors(tmp_path):
     """The harness itself: a page with a script error is caught (so a clean result means something)."""
     page = tmp_path / "bad.html"

@@ -58,7 +58,7 @@ def register(cli: click.Group) -> None:
                   help="Verify on these inputs (.npz, one array per input name) instead of random ones.")
     @click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @guarded
-    def fix(model, targets, select, ignore, shapes, config_path, repo_root, debug, output, in_place, diff,
+    def fix(model, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output, in_place, diff,
             unsafe_fixes, rewrites, layouts, inputs_path, fmt) -> None:
         """Apply the findings' suggested rewrites to MODEL as verified passes.
 
@@ -72,7 +72,7 @@ def register(cli: click.Group) -> None:
 
         if in_place and output:
             raise UsageError("give either -o or --in-place, not both")
-        opts = build_options(targets, select, ignore, shapes, config_path, repo_root)
+        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root)
         fopts = FixOptions(output=output, in_place=in_place, diff=diff, unsafe_fixes=unsafe_fixes,
                            layouts=_parse_layouts(layouts), rewrites=_parse_rewrites(rewrites))
         if inputs_path:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from graphlint.fix.base import FixContext, InputMap, Pass, PassResult
+from graphlint.fix.provenance import carry_metadata
 from graphlint.fix.verify import Comparison, Verifier, apply_input_map
 from graphlint.rewrites import CATALOGUE
 
@@ -117,6 +118,8 @@ class PassManager:
             step.status, step.reason = CRASHED, f"returned {type(res).__name__}, not a PassResult"
             return None
         step.skipped = list(res.skipped)
+        if res.modified:  # nodes the pass made keep where in the code their originals came from
+            carry_metadata(model, res.model)
         return res
 
     def _results_changing(self, name: str, reqs: list[dict[str, Any]], ctx: FixContext, step: Step) -> None:

@@ -161,6 +161,11 @@ def fix_path(path: str, opts: FixOptions, lint_opts: LintOptions, progress=None)
     refused = [i for i in model_ir.issues if i.kind == "external-data"]
     if refused:
         raise InputError(path, f"not fixing: {refused[0].message}")
+    if any(i.kind == "impossible-dims" for i in model_ir.issues):
+        # The passes and the verification run onnx's shape inference, which a negative dim can
+        # abort (SIGABRT, onnx#8481): the dims must be corrected first.
+        raise InputError(path, "not fixing: it declares dims no tensor can have (GL0007 says which); "
+                               "correct them first")
     findings = [f for r in results for f in r.findings]
 
     profiles = lint_opts.rule_options.get("shapes", {})

@@ -21,7 +21,7 @@ def register(cli) -> None:
                   help="Show findings recorded in this baseline as suppressed.")
     @click.option("--title", default="graphlint report", show_default=True)
     @guarded
-    def report_cmd(models, targets, select, ignore, shapes, config_path, repo_root, debug, output,
+    def report_cmd(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output,
                    baseline_path, title) -> None:
         """Write a self-contained HTML report: verdicts, the collapsed graph, findings by severity and rule."""
         from graphlint import cli as cli_module
@@ -38,7 +38,7 @@ def register(cli) -> None:
 
                 onnx_loader.start_early(models[0])  # inference and checker children start first
 
-        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, models)
+        opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
         check_output_path(output)
         opts.on_model = _progress(len(models))
         run = lint.lint_paths(list(models), opts)

@@ -164,11 +164,11 @@ def _row(x: tuple[int, Finding, int, int], titles: list[str], many_models: bool,
 def origin(f: Finding) -> str:
     """Where the node came from: the exporter's source origin when the finding has one
     (``Finding.origin``, from graphlint.analysis.origins), and where it sits in the model."""
-    o = getattr(f, "origin", None)
+    o = f.origin
     loc = f'<span class="muted">in the model: {escape(f.location.describe())}</span>'
     if o is None:
         return f'<div class="origin">{loc}</div>'
-    code = f" <code>{escape(o.code)}</code>" if getattr(o, "code", None) else ""
+    code = f" <code>{escape(o.code)}</code>" if o.code else ""
     return f'<div class="origin"><b>Origin</b> {escape(o.describe())}{code} · {loc}</div>'
 
 

@@ -17,10 +17,11 @@ import tempfile
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import accumulate
 from operator import attrgetter, methodcaller
 from sys import intern
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +33,7 @@ from google.protobuf.message import DecodeError
 from graphlint import dtypes, forked
 from graphlint.errors import DataError, InputError
 from graphlint.ir import (
+    NO_RT_INFO,
     NO_SUBGRAPHS,
     ONNX,
     ONNX_DOMAIN,
@@ -41,6 +43,7 @@ from graphlint.ir import (
     Node,
     Tensor,
     Value,
+    impossible_shape,
     norm_domain,
 )
 from graphlint.load import external, shape_infer
@@ -110,7 +113,10 @@ def infer_shapes(data: bytes, issues: list[LoadIssue]) -> bytes | None:
     fills in every type it still can. (onnx's C entry point: the Python wrapper would
     parse the result, which only the types are needed from.)
     """
-    return _strict_then_lenient(functools.partial(_c_infer_shapes, data), issues)
+    guarded = shape_infer.without_negative_dims(data)
+    if guarded is not data:  # GL0007 reports the dims themselves
+        issues.append(LoadIssue("impossible-dims", "negative dims were hidden from ONNX shape inference"))
+    return _strict_then_lenient(functools.partial(_c_infer_shapes, guarded), issues)
 
 
 def _strict_then_lenient(infer: Callable[[bool, bool, bool], bytes], issues: list[LoadIssue]) -> bytes | None:
@@ -286,7 +292,13 @@ def infer_types(data: bytes, inferred_hook: Callable[[], None] = lambda: None) -
 def infer_types_at(path: str, inferred_hook: Callable[[], None] = lambda: None,
                    ) -> tuple[FileKey, tuple[Types | None, list[LoadIssue]]]:
     """:func:`infer_types` on the file at ``path`` (the forked child's work), and which file
-    version it read."""
+    version it read.
+
+    The child's stderr goes to /dev/null: onnx can abort on a hostile model and print its
+    assertion there (onnx#8481, see shape_infer.without_negative_dims); the parent then redoes
+    the work in-process on the guarded bytes, and the user's terminal stays clean.
+    """
+    _silence_stderr()
     with open(path, "rb") as f:
         key = file_key(f.fileno())
         out = _scratch_file()
@@ -306,6 +318,15 @@ def infer_types_at(path: str, inferred_hook: Callable[[], None] = lambda: None,
             f.seek(0)
             return key, infer_types(f.read())
     return key, (decode_types(lite, inferred), issues)
+
+
+def _silence_stderr() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def checker_verdict_at(path: str) -> tuple[FileKey, str | None]:
@@ -461,6 +482,8 @@ class _Converter:
         if types is not None:
             self._set_outputs(types.outputs)
         graphs, table, _ = types if types is not None else decode_types(self.proto)
+        if any(impossible_shape(shape) for _, shape in table):  # a few dozen distinct types: GL0007 looks closer
+            self.issues.append(LoadIssue("impossible-dims", "a declared or inferred shape cannot exist"))
         if len(graphs) != len(self.typed):  # cannot happen for the same bytes; refuse rather than mis-assign
             raise RuntimeError(f"shape inference returned {len(graphs)} graphs for {len(self.typed)}")
         for (graph, fallback), (names, ids) in zip(self.typed, graphs, strict=True):
@@ -650,6 +673,7 @@ class _OnnxNode(Node):
         self._decode = None
         self._attrs = None
         self.source = None
+        self._meta = None  # read from the NodeProto on first use
         self._conv = conv  # inputs and outputs: set by the converter
 
     @property
@@ -658,6 +682,24 @@ class _OnnxNode(Node):
             graph = self.graph
             self._attrs = _decode_attrs(self._conv.node_protos[graph][self.index], self._conv, graph.path)
         return self._attrs
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        if self._meta is None:
+            self._meta = _node_metadata(self._conv.node_protos[self.graph][self.index])
+        return self._meta
+
+
+def _node_metadata(np_: onnx.NodeProto) -> Mapping[str, str]:
+    """A NodeProto's metadata_props and doc_string (strings that are not UTF-8 decoded with
+    replacement characters: only reports read them)."""
+    def text(s: str | bytes) -> str:
+        return s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+
+    meta = {text(p.key): text(p.value) for p in np_.metadata_props}
+    if np_.doc_string:
+        meta.setdefault("doc_string", text(np_.doc_string))
+    return MappingProxyType(meta) if meta else NO_RT_INFO
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

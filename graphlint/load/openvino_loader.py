@@ -14,7 +14,9 @@ inputs graph outputs. Bodies of TensorIterator/Loop/If layers become subgraphs.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import xml.sax
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,18 @@ from defusedxml import DefusedXmlException
 
 from graphlint import dtypes
 from graphlint.errors import InputError
-from graphlint.ir import OPENVINO, Graph, LoadIssue, Model, Node, SourceLoc, Tensor, Value
+from graphlint.ir import (
+    INT64_MAX,
+    OPENVINO,
+    Graph,
+    LoadIssue,
+    Model,
+    Node,
+    SourceLoc,
+    Tensor,
+    Value,
+    impossible_shape,
+)
 from graphlint.load.files import os_problem, read_range
 
 BODY_TAGS = {"body", "then_body", "else_body"}
@@ -41,13 +54,41 @@ class _TooDeep(Exception):
     """Raised from the SAX handler; parse_xml turns it into an InputError."""
 
 
+_LEADING_INT = re.compile(r"\s*([+-]?\d+)")
+
+
 def _dim(text: str) -> int | None:
     text = text.strip()
     try:
         v = int(text)
     except ValueError:
-        return None  # "?", "1..128", "-1..-1": dynamic (bounds kept in rt_info)
-    return v if v >= 0 else None
+        return None  # "1..128", "-1..-1": dynamic (bounds kept in rt_info)
+    return v if 0 <= v <= INT64_MAX else None
+
+
+def const_shape(text: str) -> tuple[int, ...] | None:
+    """A Const layer's ``shape`` attribute, or None where the reader refuses it: it parses each
+    comma-separated item as an integer ("Cannot parse 'abc'", an empty item "is incorrect"),
+    and a negative one makes the element count disagree with ``size`` (observed on 2026.4)."""
+    if not text.strip():
+        return ()  # a scalar
+    items = [t.strip() for t in text.split(",")]
+    if not all(map(str.isdigit, items)):
+        return None
+    shape = tuple(map(int, items))
+    return shape if all(d <= INT64_MAX for d in shape) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def refused_dim(text: str) -> bool:
+    """Whether OpenVINO's IR reader refuses this ``<dim>`` text ("dimension (X) in node dim must
+    be greater or equal to -1"). As observed on 2026.4 (tests/test_hostile_dims.py checks
+    each case against read_model): it reads the leading integer of the text, or of the part
+    before ``..`` of an interval, and needs -1 <= value <= INT64_MAX; "", "?" and "..5" have none.
+    """
+    lower = text.split("..", 1)[0]
+    m = _LEADING_INT.match(lower)
+    return m is None or not -1 <= int(m.group(1)) <= INT64_MAX
 
 
 @dataclass
@@ -94,6 +135,7 @@ class _Handler(xml.sax.ContentHandler):
         self._dim_text: list[str] | None = None
         self._section: str | None = None  # "input" | "output"
         self._rt_path: list[str] = []
+        self.root_line: int | None = None  # line of the document element
 
     def setDocumentLocator(self, locator: Any) -> None:
         self.locator = locator
@@ -101,6 +143,8 @@ class _Handler(xml.sax.ContentHandler):
     def startElement(self, tag: str, attrs: Any) -> None:
         a = dict(attrs)
         parent = self._stack[-1] if self._stack else None
+        if parent is None and self.locator is not None:
+            self.root_line = self.locator.getLineNumber()
         self._stack.append(tag)
         if len(self._stack) > MAX_XML_DEPTH:
             raise _TooDeep(f"XML elements nested deeper than {MAX_XML_DEPTH} levels")
@@ -170,21 +214,36 @@ class _Handler(xml.sax.ContentHandler):
 
 
 def parse_xml(path: str) -> _Handler:
+    """Parse the .xml; refusals carry the line the parser stopped at (reports put it in the region)."""
     handler = _Handler()
+
+    def line() -> int | None:  # where the parser is: the DOCTYPE, the too-deep element, ...
+        n = handler.locator.getLineNumber() if handler.locator is not None else None
+        return n if isinstance(n, int) and n > 0 else None
+
     try:
         with open(path, "rb") as f:
             defusedxml.sax.parse(f, handler, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except _TooDeep as e:
-        raise InputError(path, f"{e}; refusing to analyse it") from None
+        n = line()
+        raise InputError(path, f"{e}{_at(n)}; refusing to analyse it", n) from None
     except DefusedXmlException as e:
-        raise InputError(path, f"unsafe XML refused ({type(e).__name__}: DTDs and entities are not allowed in OpenVINO IR)") from None
+        n = line()
+        raise InputError(path, f"unsafe XML refused{_at(n)} ({type(e).__name__}: DTDs and entities are not "
+                               f"allowed in OpenVINO IR)", n) from None
     except xml.sax.SAXParseException as e:
-        raise InputError(path, f"malformed XML at line {e.getLineNumber()}: {e.getMessage()}") from None
+        n = e.getLineNumber()
+        raise InputError(path, f"malformed XML at line {n}: {e.getMessage()}",
+                         n if isinstance(n, int) and n > 0 else None) from None
     except OSError as e:
         raise InputError(path, os_problem(e)) from None
     if not handler.net_attrs and not handler.root.layers:
-        raise InputError(path, "XML is not an OpenVINO IR (no <net> element)")
+        raise InputError(path, "XML is not an OpenVINO IR (no <net> element)", handler.root_line)
     return handler
+
+
+def _at(line: int | None) -> str:
+    return f" at line {line}" if line else ""
 
 
 class _Bin:
@@ -203,9 +262,14 @@ class _Bin:
 
     def tensor(self, layer: _Layer, node: Node) -> Tensor:
         dtype = dtypes.ov_dtype(layer.attrs.get("element_type")) or "?"
-        shape_s = layer.attrs.get("shape", "")
-        shape = tuple(int(s) for s in shape_s.replace(" ", "").split(",") if s.strip().lstrip("-").isdigit())
         name = layer.name or layer.lid
+        shape = const_shape(layer.attrs.get("shape", ""))
+        if shape is None:  # no shape to trust, no bytes to read
+            self.issues.append(LoadIssue(
+                "dim-refused", f"Const layer {name!r} (id {layer.lid}) has shape {layer.attrs['shape']!r}, "
+                               f"not a list of integers >= 0", node=node, line=layer.line, graph_path=node.graph.path,
+                key="shape"))
+            return Tensor(name, dtype, (), None, location="bin:bad-shape")
         try:
             offset, size = int(layer.attrs.get("offset", "0")), int(layer.attrs.get("size", "0"))
         except ValueError:
@@ -238,12 +302,16 @@ class _Bin:
         return Tensor(name, dtype, shape, read, location=f"bin:{offset}+{size}", nbytes=size)
 
 
-def _build(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue]) -> None:
-    """Build ``graph`` and its bodies from a work list (no recursion, however deep they nest)."""
+def _build(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue]) -> set[tuple[str, str]]:
+    """Build ``graph`` and its bodies from a work list (no recursion, however deep they nest);
+    returns the (version, type) pairs of all their layers."""
     work = [(ctx, graph)]
+    layer_types: set[tuple[str, str]] = set()
     while work:
         c, g = work.pop()
         _build_one(c, g, file, weights, issues, work)
+        layer_types.update((lay.version, lay.type) for lay in c.layers)
+    return layer_types
 
 
 def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: list[LoadIssue],
@@ -254,14 +322,22 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
     for i, lay in enumerate(ctx.layers):
         if lay.lid in layers:
             issues.append(LoadIssue("xml-structure", f"duplicate layer id {lay.lid!r}", line=lay.line,
-                                    graph_path=graph.path))
+                                    graph_path=graph.path, key=f"layer {lay.lid}"))
         layers[lay.lid] = lay
         src = SourceLoc(file=file, graph_path=graph.path, node_index=i, node_name=lay.name,
                         layer_id=lay.lid, layer_type=lay.type, layer_version=lay.version, line=lay.line)
         node = Node(lay.type, lay.name, graph, i, dialect=OPENVINO, domain=OPENVINO,
-                    opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src)
+                    opset=lay.version or None, decode=(lambda a=lay.attrs: dict(a)), source=src,
+                    metadata=lay.rt_info)
         nodes[lay.lid] = node
         graph.nodes.append(node)
+        for port in (*lay.inputs, *lay.outputs):
+            if any(map(refused_dim, port.dims)):  # cached per text: a port costs a few dict lookups
+                bad = next(d for d in port.dims if refused_dim(d))
+                issues.append(LoadIssue(
+                    "dim-refused", f"port {port.pid} of layer {lay.name or lay.lid!r} (id {lay.lid}) has <dim> "
+                                   f"{bad!r}, not an integer >= -1 or an interval lo..hi",
+                    node=node, line=lay.line, graph_path=graph.path, key=f"port {port.pid}"))
         for port in lay.outputs:
             first = (port.names or "").split(",")[0].strip()
             vname = first or f"{lay.name or lay.lid}:{port.pid}"
@@ -269,6 +345,11 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
             graph.values[vname] = v
             v.dtype = dtypes.ov_dtype(port.precision)
             v.shape = tuple(_dim(d) for d in port.dims)
+            # GL0007 reports it (only when flagged: no walk over every value). Dims of 18 digits
+            # in all multiply to less than 10^18 < INT64_MAX: only longer ones need the product.
+            if sum(map(len, port.dims)) > 18 and impossible_shape(v.shape):
+                issues.append(LoadIssue("impossible-dims", f"port {port.pid} of layer {lay.lid} has more than "
+                                                           f"2^63 - 1 elements", node=node, line=lay.line))
             v.producer = node
             v.rt_info = dict(port.rt_info)
             if any(_dim(d) is None and d not in ("-1", "?") for d in port.dims):
@@ -288,19 +369,28 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
             node.subgraphs[tag] = sub
             work.append((body, sub))
 
-    # Inputs in port order; edges to unknown layers/ports are reported, not trusted.
+    # Inputs in port order; edges to unknown layers/ports, or into a port already fed, are
+    # reported (on the layer that exists, at the <edge> line), not trusted.
     slots: dict[str, dict[str, Value | None]] = {lid: {p.pid: None for p in lay.inputs} for lid, lay in layers.items()}
     for fl, fp, tl, tp, line in ctx.edges:
         src_v = port_values.get((fl, fp))
         if src_v is None or tl not in slots or tp not in slots[tl]:
             missing = (f"layer {fl} port {fp}" if src_v is None else f"layer {tl} port {tp}")
-            issues.append(LoadIssue("xml-edge", f"edge {fl}:{fp} -> {tl}:{tp} refers to a missing {missing}",
-                                    line=line, graph_path=graph.path))
+            problem = f"refers to a missing {missing}"
+        elif slots[tl][tp] is not None:
+            first = next(e[4] for e in ctx.edges if e[2] == tl and e[3] == tp)
+            problem = f"feeds input port {tp} of layer {tl}, which an earlier edge (line {first}) already feeds"
+        else:
+            slots[tl][tp] = src_v
             continue
-        slots[tl][tp] = src_v
+        issues.append(LoadIssue("xml-edge", f"edge {fl}:{fp} -> {tl}:{tp} {problem}", node=nodes.get(tl) or nodes.get(fl),
+                                line=line, graph_path=graph.path, key=f"{fl}:{fp}->{tl}:{tp}"))
     for lid, ports in slots.items():
         node = nodes[lid]
         node.inputs = list(ports.values())
+        if None in node.inputs:  # GL0006 judges it with the operation's input count
+            issues.append(LoadIssue("xml-port", f"layer {lid} has input ports without an <edge>", node=node,
+                                    line=layers[lid].line, graph_path=graph.path))
         for v in node.inputs:
             if v is not None:
                 v.consumers.append(node)
@@ -316,10 +406,17 @@ def load(path: str) -> Model:
     bin_path = os.path.splitext(path)[0] + ".bin"
     weights = _Bin(bin_path, issues)
     main = Graph(h.net_attrs.get("name", "main"), "main")
-    _build(h.root, main, path, weights, issues)
-    has_const = any(n.op_type == "Const" for n in main.walk())
-    if weights.missing and has_const:
-        issues.append(LoadIssue("bin-missing", f"weights file {os.path.basename(bin_path)!r} is missing or not a file"))
+    layer_types = _build(h.root, main, path, weights, issues)
+    if weights.missing:
+        # OpenVINO fails on the first Const that reads weights: report it there, at its <layer> line.
+        readers = [n for n in main.walk() if n.op_type == "Const" and n.source is not None
+                   and n.attr("size") != "0"]
+        first = min(readers, key=lambda n: n.source.line or 0, default=None)
+        if first is not None:
+            issues.append(LoadIssue(
+                "bin-missing", f"weights file {os.path.basename(bin_path)!r} is missing or not a file "
+                               f"(Const layer {first.name!r}, id {first.source.layer_id}, is the first that reads it)",
+                node=first, line=first.source.line))
     model = Model(
         path=path,
         format="openvino",
@@ -330,5 +427,6 @@ def load(path: str) -> Model:
         rt_info=h.model_rt,
         issues=issues,
     )
-    model.ov_opsets = {n.opset for n in main.walk() if isinstance(n.opset, str) and n.opset}
+    model.ov_layer_types = layer_types
+    model.ov_opsets = {version for version, _ in layer_types if version}
     return model

@@ -16,6 +16,7 @@ class LoadFailure:
 
     path: str
     message: str  # the one line printed on stderr
+    line: int | None = None  # where in a text model (.xml) the problem is, when the parser said
 
 
 @dataclass

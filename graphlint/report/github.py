@@ -19,11 +19,18 @@ def _prop(text: str) -> str:
 def render_github(run: Run) -> str:
     out = []
     for f in run.findings():
-        props = f"file={_prop(f.model)}"
-        if f.location.line:
-            props += f",line={f.location.line}"
+        message = f.message
+        source = f.origin.under(run.root) if f.origin is not None else None
+        if source is not None:  # annotate the Python line that made the node
+            props = f"file={_prop(source)},line={f.origin.line}"
+            message += f" (model {f.model})"
+        else:
+            props = f"file={_prop(f.model)}"
+            if f.location.line:
+                props += f",line={f.location.line}"
         props += f",title={_prop(f.rule_id + ' ' + f.rule_name)}"
-        out.append(f"::{_LEVEL[f.severity]} {props}::{_escape(f.message)}")
+        out.append(f"::{_LEVEL[f.severity]} {props}::{_escape(message)}")
     for fail in run.failures:
-        out.append(f"::error file={_prop(fail.path)},title=graphlint::{_escape(fail.message)}")
+        line = f",line={fail.line}" if fail.line else ""
+        out.append(f"::error file={_prop(fail.path)}{line},title=graphlint::{_escape(fail.message)}")
     return "\n".join(out) + ("\n" if out else "")

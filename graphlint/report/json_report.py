@@ -37,6 +37,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "rewrite": f.rewrite.to_dict() if f.rewrite else None,
         "properties": f.properties,
         "suppressed": f.suppressed,
+        "origin": f.origin.to_dict() if f.origin else None,
     }
 
 
@@ -59,7 +60,8 @@ def render_json(run: Run) -> str:
         "schema": SCHEMA,
         "version": __version__,
         "models": models,
-        "failures": [{"path": f.path, "message": f.message} for f in run.failures],
+        "failures": [{"path": f.path, "message": f.message} | ({"line": f.line} if f.line else {})
+                     for f in run.failures],
         "summary": {k: c.get(k, 0) for k in ("error", "warning", "info", "suppressed")}
         | {"models": len(run.results), "failures": len(run.failures)},
         "notes": run.notes,

@@ -45,6 +45,9 @@ def render_text(run: Run, *, color: bool = False) -> str:
         for (node, op, value), group in groups.items():
             subject = f"'{node}' ({op})" if node else (f"value '{value}'" if value else "model")
             lines.append(f"  {style(subject, bold=True)}  {_where(group[0])}")
+            origin = group[0].origin
+            if origin is not None:  # one line for the node: all its findings share it
+                lines.append(f"    {style(origin.describe(), dim=True)}")
             for f in group:
                 sev = style(f"{f.severity.label:<7}", fg=_COLORS[f.severity])
                 lines.append(f"    {sev} {f.rule_id} {f.rule_name}: {f.message}")

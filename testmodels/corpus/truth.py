@@ -20,7 +20,7 @@ import time
 
 from graphlint.fsutil import atomic_write_text
 from testmodels.corpus.build import Model, corpus
-from testmodels.corpus.pool import isolated_map
+from testmodels.pool import isolated_map
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRUTH = os.path.join(HERE, "truth.json")

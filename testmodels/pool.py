@@ -1,9 +1,11 @@
 """Map a function over models in worker processes, surviving a worker's native crash.
 
 Engines (and graphlint's loaders) are native code: a model that crashes one must not take the
-whole run down. Workers are spawned (no engine state forked from the parent); when the pool
-breaks, what did not finish is retried, and an item that breaks a pool on its own is reported
-through ``on_crash``.
+whole run down. Workers are spawned, not forked: a test process that already ran an engine holds
+its thread pools' locks, and a forked child can wait on them forever. When the pool breaks, what
+did not finish is retried, the first item alone when no progress is made, and an item that breaks
+a pool on its own is reported through ``on_crash``. Used by the node-test conformance, the engine
+drift generator and the real-model corpus.
 """
 
 from __future__ import annotations
