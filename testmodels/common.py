@@ -21,9 +21,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.environ.get("GRAPHLINT_TESTMODELS_OUT", os.path.join(HERE, "out"))
 
 
+# The tools whose versions shape what the builders write (a builder that finds one missing may
+# leave its models out, so installing it later must rebuild too); the corpus truth records them.
+TOOLS = ("onnxruntime", "openvino", "onnx", "torch", "transformers", "onnxscript", "onnxconverter-common")
+
+
+def tool_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in TOOLS:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
 def cached(name: str, builder: Callable[[str], None]) -> str:
-    """Run ``builder(folder)`` once per version of its module's source; return the folder."""
-    src = inspect.getsource(inspect.getmodule(builder) or builder) + inspect.getsource(cached)
+    """Run ``builder(folder)`` once per version of its module's source and of the tools; return the folder."""
+    src = inspect.getsource(inspect.getmodule(builder) or builder) + inspect.getsource(cached) + repr(tool_versions())
     key = hashlib.sha256(src.encode()).hexdigest()[:12]
     folder = os.path.join(OUT, f"{name}-{key}")
     if os.path.isfile(os.path.join(folder, ".complete")):

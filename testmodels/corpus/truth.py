@@ -19,6 +19,7 @@ import sys
 import time
 
 from graphlint.fsutil import atomic_write_text
+from testmodels.common import tool_versions
 from testmodels.corpus.build import Model, corpus
 from testmodels.pool import isolated_map
 
@@ -28,18 +29,9 @@ ENGINES = ("ort", "openvino")
 
 
 def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for pkg in ("onnxruntime", "openvino", "onnx", "torch", "transformers", "onnxscript", "onnxconverter-common"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
     from testmodels.corpus.trtdoc import DOC_NAME
 
-    out["tensorrt document"] = DOC_NAME
-    return out
+    return {**tool_versions(), "tensorrt document": DOC_NAME}
 
 
 def _onnx_facts(m: Model) -> dict:
