@@ -146,9 +146,14 @@ def test_collapse_folds_layers_and_keeps_flagged_nodes(tmp_path):
 
 def test_collapse_reads_module_scopes_of_dynamo_exports():
     """The dynamo exporter names nodes node_MatMul_5 and records module scopes in metadata:
-    the encoder layers still fold into one box each."""
+    the encoder layers still fold into one box each, read from the frozen IR's Node.metadata,
+    which the report leaves as loaded."""
+    from tests.test_ir_frozen import snapshot
+
     run = lint_paths([_multimodal.path("clip_dynamo.onnx")], LintOptions(targets=["trt"]))
+    before = snapshot(run.results[0].model)
     items = page_data(render_html(run))["models"][0]["items"]
+    assert snapshot(run.results[0].model) == before
     layers = sorted(it["t"].split("/", 2)[-1] for it in items if it["k"] == "block" and re.search(r"layers\.\d$", it["t"]))
     assert layers == ["text_model/encoder/layers.0", "text_model/encoder/layers.1",
                       "vision_model/encoder/layers.0", "vision_model/encoder/layers.1"]
