@@ -170,6 +170,12 @@ def _string_list(text: str | None) -> tuple[str, ...] | None:
     return tuple(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
+def name_scopes(node: Node) -> tuple[str, ...]:
+    """The module scopes the dynamo exporter recorded on ``node`` (``('', 'encoder',
+    'encoder.layers.0', ..., 'matmul')``, the FX node last); empty when it recorded none."""
+    return _string_list(node.metadata.get(NAME_SCOPES)) or ()
+
+
 def torchscript_module(name: str, *, layer: bool = False) -> str | None:
     """The module path in a TorchScript exporter's node name: /encoder/layers.0/mixer/MatMul ->
     encoder.layers.0.mixer ("" for the top-level module; None when not such a name). An OpenVINO
@@ -206,7 +212,7 @@ def recorded(node: Node) -> Recorded | None:
     trace = meta.get(STACK_TRACE)
     if trace and len(trace) <= MAX_TEXT:
         frames = dynamo_frames(trace)
-        scopes = _string_list(meta.get(NAME_SCOPES)) or ()
+        scopes = name_scopes(node)
         classes = _string_list(meta.get(CLASS_HIERARCHY)) or ()
         if len(scopes) >= 2 and scopes[0] != NO_MODULE:
             module = scopes[-2]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 
@@ -41,10 +40,7 @@ FORMATS = ["text", "json", "sarif", "github"]
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
             baseline_path, stats, color, show_info, time_budget, jobs, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
-    if common.PROCESS_EXITS_AFTER:
-        # No cyclic garbage collection: the run keeps every model it lints until the report is
-        # written, then the process exits without teardown (graphlint.cli.main).
-        gc.disable()
+    common.collector_off_until_exit()
     from graphlint import lint, procs
     from graphlint.report import render
     from graphlint.workflow import apply_workflow

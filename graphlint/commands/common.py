@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -95,6 +96,15 @@ def build_options(targets, select, ignore, shapes, config_path, repo_root, sourc
         config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
         precision=meta.get("graphlint.precision"), input_ranges=list(meta.get("graphlint.input_range") or ()),
     )
+
+
+def collector_off_until_exit() -> None:
+    """No cyclic garbage collection for the rest of a command that lints, when the process ends
+    with it (graphlint.cli.main; in-process callers keep theirs): the run keeps every model's IR
+    until the report is written, and each collection would rescan its millions of objects,
+    which hold no cycles worth freeing. The process exits without teardown."""
+    if PROCESS_EXITS_AFTER:
+        gc.disable()
 
 
 def emit(text: str, output: str | None) -> None:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from graphlint.commands import common
 from graphlint.commands.common import build_options, guarded, lint_options, progress
 
 
@@ -20,7 +21,8 @@ from graphlint.commands.common import build_options, guarded, lint_options, prog
 @guarded
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, output,
             baseline_path, title) -> None:
-    """Write a self-contained HTML report: summary, findings, and the graph around each finding."""
+    """Write a self-contained HTML report: verdicts, the collapsed graph, findings by severity and rule."""
+    common.collector_off_until_exit()
     from graphlint import lint
     from graphlint.fsutil import atomic_write_text, check_output_path
     from graphlint.html import render_html
