@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,12 +181,18 @@ def _expected_axis(consumer: Node, rank: int | None) -> int | None:
     return want
 
 
-def compute(model: Model) -> Quantization:
+def compute(model: Model, op_types: Collection[str] | None = None) -> Quantization:
+    """The model's quantization facts; ``op_types``, the op types the model has when known: a
+    model with none of those this looks at (a float model) is not walked."""
     result = Quantization()
     if model.dialect != ONNX:
         return result
     ops = table()["ops"]
     families = {name: set(ops[name]) for name in ("qoperator", "dynamic", "weight_only")}
+    if op_types is not None:
+        wanted = {key.rsplit(".", 1)[-1] for names in (ops["qdq"], *families.values()) for key in names}
+        if wanted.isdisjoint(op_types):
+            return result
     weighted = set(ops["weighted"])
     for node in model.walk():
         key = _key(node)
@@ -300,6 +307,6 @@ def _crash_pattern(q: QNode) -> Node | None:
     return None
 
 
-@analysis("quantization", per_target=False)
+@analysis("quantization", per_target=False, requires=("nodes_by_type",))
 def _quantization(ctx: AnalysisContext) -> Quantization:
-    return compute(ctx.model)
+    return compute(ctx.model, ctx.analysis("nodes_by_type").keys())
