@@ -38,3 +38,13 @@ def test_json_and_sarif_keep_every_info_finding():
     assert "info" in severities
     sarif = run_cli(_bert(), "--target", "trt", "--format", "sarif").json()
     assert {"note"} <= {r["level"] for r in sarif["runs"][0]["results"]}
+
+
+def test_summary_counts_models_not_model_target_pairs():
+    # one file linted for two targets is one model; two files in one run (linted by workers) are two
+    one = run_cli(_bert(), "--target", "trt", "--target", "ort")
+    assert one.code == 0, one.err
+    assert one.out.count("bert17.onnx (onnx,") == 2 and " in 1 model" in one.out.splitlines()[-1]
+    example = os.path.join(os.path.dirname(os.path.dirname(__file__)), "testmodels", "examples", "tiny_vlm.onnx")
+    two = run_cli(_bert(), example, "--target", "trt", "--target", "ort")
+    assert " in 2 models" in two.out.splitlines()[-1], two.out.splitlines()[-1]

@@ -70,7 +70,9 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False) -> st
     fixable = sum(1 for f in run.findings() if f.rewrite)
     parts = [_count(c.get("error", 0), "error"), _count(c.get("warning", 0), "warning"),
              _count(c.get("info", 0), "info")]
-    summary = f"Found {', '.join(parts)} in {_count(len(run.results), 'model')}"
+    # a model linted for several targets is one model (its results are one per target)
+    models = len({r.model.path for r in run.results})
+    summary = f"Found {', '.join(parts)} in {_count(models, 'model')}"
     if fixable:
         summary += f"; {fixable} fixable with 'graphlint fix'"
     if c.get("suppressed"):
