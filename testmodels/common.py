@@ -38,9 +38,11 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
-def cached(name: str, builder: Callable[[str], None]) -> str:
-    """Run ``builder(folder)`` once per version of its module's source and of the tools; return the folder."""
-    src = inspect.getsource(inspect.getmodule(builder) or builder) + inspect.getsource(cached) + repr(tool_versions())
+def cached(name: str, builder: Callable[[str], None], extra: str = "") -> str:
+    """Run ``builder(folder)`` once per version of its module's source, of the tools and of ``extra``
+    (anything else the models record); return the folder."""
+    src = (inspect.getsource(inspect.getmodule(builder) or builder) + inspect.getsource(cached) + repr(tool_versions())
+           + extra)
     key = hashlib.sha256(src.encode()).hexdigest()[:12]
     folder = os.path.join(OUT, f"{name}-{key}")
     if os.path.isfile(os.path.join(folder, ".complete")):

@@ -133,7 +133,8 @@ def build(folder: str) -> None:
 
 def models() -> str:
     """The cached folder holding every model above."""
-    return cached("origins", build)
+    # the exports record this file's absolute path: a cache built in another checkout would point elsewhere
+    return cached("origins", build, extra=os.path.abspath(__file__))
 
 
 if __name__ == "__main__":
