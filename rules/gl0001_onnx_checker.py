@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import onnx
 from graphlint_rules import _contract as C
 from graphlint_rules import _drift as D
@@ -207,9 +208,7 @@ def _types_behind_declarations(model: Model) -> list[_Complaint]:
     again with the declared intermediate types set aside; what still fails is the graph's own."""
     from onnx import shape_inference
 
-    proto = onnx.ModelProto()
-    proto.CopyFrom(model.proto)
-    del proto.graph.value_info[:]
+    proto = _without_weights(model.proto)
     try:
         shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
         return []
@@ -219,6 +218,39 @@ def _types_behind_declarations(model: Model) -> list[_Complaint]:
         return []
     return [_Complaint(None, None, f"Set aside the declared value types and the graph's own types fail: {text}",
                        f"types-without-value-info: {text}")]
+
+
+# Initializers up to this size stay (shape inputs, axes: what inference reads values of); larger
+# ones become graph inputs of the same type and shape, so the copy does not hold the weights.
+_KEEP_BYTES = 4096
+
+
+def _without_weights(src: onnx.ModelProto) -> onnx.ModelProto:
+    """What inference needs of ``src``: no value_info, and no data of large initializers."""
+    proto = onnx.ModelProto(ir_version=src.ir_version)
+    proto.opset_import.extend(src.opset_import)
+    proto.functions.extend(src.functions)
+    g, out = src.graph, proto.graph
+    out.name = g.name
+    out.node.extend(g.node)
+    out.input.extend(g.input)
+    out.output.extend(g.output)
+    out.sparse_initializer.extend(g.sparse_initializer)
+    inputs = {i.name for i in g.input}
+    for t in g.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL and _nbytes(t) <= _KEEP_BYTES:
+            out.initializer.append(t)
+        elif t.name not in inputs:
+            out.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    return proto
+
+
+def _nbytes(t: onnx.TensorProto) -> int:
+    try:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+    except (KeyError, TypeError, ValueError):  # strings, undefined or unknown types: keep the tensor as it is
+        return 0
+    return int(np.prod(t.dims, dtype=np.int64)) * itemsize
 
 
 def _unplaceable(graph: Graph, known: set[str]) -> set[Node]:

@@ -332,3 +332,14 @@ def test_rotary_cache_batch_is_held_by_onnxruntime_only(tmp_path):
     assert err.properties["basis"] == "engine-fact:rules/data/validity.toml#rotary-cache-shape"
     (warn,) = lint(path, "openvino", "GL3003")
     assert warn.severity.label == "warning" and "Spec-only" in warn.message
+
+
+def test_declared_types_hiding_a_type_mismatch_behind_a_large_weight(tmp_path):
+    # the second inference runs on a copy without the weights' data (large initializers become
+    # typed graph inputs): the mismatch behind a 64 KB float16 weight is still found
+    w = numpy_helper.from_array(np.ones((128, 256), np.float16), "w")
+    m = _model([helper.make_node("Cast", ["x"], ["a"], to=T.FLOAT), helper.make_node("MatMul", ["a", "w"], ["y"])],
+               [_vi("x", T.FLOAT16, [2, 128])], [_vi("y", T.FLOAT16, [2, 256])],
+               value_info=[_vi("a", T.FLOAT16, [2, 128])], inits=[w])
+    assert engines(m) == {"ort": False, "openvino": False}
+    assert_follows_table(m, tmp_path, "inconsistent-types")
