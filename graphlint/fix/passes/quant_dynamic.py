@@ -52,25 +52,26 @@ class DequantizeDynamic(Pass):
             if gu.label(dql) not in wanted:
                 continue
             y, scale, zp = dql.output
-            readers = [c for name in (y, zp) for c in uses.get(name, [])]
-            why = _why_not(g, dql, readers, outputs)
+            readers = list({id(c): c for name in (y, zp) for c in uses.get(name, [])}.values())
+            weights = {id(n): _centred_weight(g, n) for n in readers if n.op_type in _INTEGER_OPS}
+            why = _why_not(dql, readers, weights, outputs)
             if why:
                 skipped.append(f"{gu.label(dql)!r}: {why}")
                 continue
             b = gu.Builder(model, gu.label(dql), namer)
             x = dql.input[0]
             # no axes: every opset reduces over all of x
-            hi = b.op("Max", [b.op("ReduceMax", [x], keepdims=0), b.const(0.0, name="zero")])
-            lo = b.op("Min", [b.op("ReduceMin", [x], keepdims=0), b.const(0.0, name="zero")])
-            b.op("Div", [b.op("Sub", [hi, lo]), b.const(255.0, name="qrange")], out=[scale])
+            zero, qmax = b.const(0.0, name="zero"), b.const(255.0, name="qmax")  # qmin = 0
+            hi = b.op("Max", [b.op("ReduceMax", [x], keepdims=0), zero])
+            lo = b.op("Min", [b.op("ReduceMin", [x], keepdims=0), zero])
+            b.op("Div", [b.op("Sub", [hi, lo]), qmax], out=[scale])
             safe = b.op("Max", [scale, b.const(_TINY, name="tiny")])
-            q_lo, q_hi = b.const(0.0, name="qmin"), b.const(255.0, name="qmax")
+            q_lo, q_hi = zero, qmax
             zp_f = b.op("Clip", [b.op("Round", [b.op("Div", [b.op("Neg", [lo]), safe])]), q_lo, q_hi])
             y_f = b.op("Clip", [b.op("Add", [b.op("Round", [b.op("Div", [x, safe])]), zp_f]), q_lo, q_hi])
             centred = b.op("Sub", [y_f, zp_f])  # y - zero_point, exact small integers in float
             done = []
-            for node in {id(n): n for n in readers}.values():  # each integer op once
-                weight = _centred_weight(g, node)
+            for node in readers:
                 inner = gu.Builder(model, gu.label(node), namer)
                 # quantize_dynamic reads the int32 sums only through Cast(to=float): those then
                 # take the float sums as they are, with no float -> int32 Cast for an engine to
@@ -78,7 +79,7 @@ class DequantizeDynamic(Pass):
                 as_float = all(c.op_type == "Cast" and gu.attr(c, "to") == onnx.TensorProto.FLOAT
                                for c in uses.get(node.output[0], ()))
                 acc = inner.op("MatMul" if node.op_type == "MatMulInteger" else "Conv",
-                               [centred, inner.const(weight, name="weight")],
+                               [centred, inner.const(weights[id(node)], name="weight")],
                                out=[node.output[0]] if as_float else None,
                                **({} if node.op_type == "MatMulInteger" else _conv_attrs(node)))
                 if not as_float:
@@ -93,7 +94,8 @@ class DequantizeDynamic(Pass):
         return PassResult(model, bool(changes), changes, skipped=skipped)
 
 
-def _why_not(g: onnx.GraphProto, dql: onnx.NodeProto, readers: list[onnx.NodeProto], outputs: set[str]) -> str:
+def _why_not(dql: onnx.NodeProto, readers: list[onnx.NodeProto], weights: dict[int, np.ndarray | None],
+             outputs: set[str]) -> str:
     """Why a DynamicQuantizeLinear group cannot be rewritten ("" when it can)."""
     if any(o in outputs for o in (dql.output[0], dql.output[2])):
         return "its quantized value or zero point is a graph output"
@@ -105,7 +107,7 @@ def _why_not(g: onnx.GraphProto, dql: onnx.NodeProto, readers: list[onnx.NodePro
         if list(node.input[:1]) != [dql.output[0]] or (len(node.input) > 2 and node.input[2]
                                                           not in ("", dql.output[2])):
             return f"{gu.label(node)!r} does not read it as its quantized input and zero point"
-        if _centred_weight(g, node) is None:
+        if weights[id(node)] is None:
             return f"{gu.label(node)!r} has a weight or weight zero point that is not a constant"
     return ""
 
