@@ -38,16 +38,21 @@ def _line(e: BaseException) -> str:
     return " ".join((useful or lines or [type(e).__name__])[0].split())[:300]
 
 
-def run_ort(model: Any, inputs: list[Any]) -> list[Any]:
-    """``model``: a path or serialized bytes. Inputs in graph order (the first len(inputs))."""
+def ort_session(model: Any) -> Any:
+    """A quiet, single-threaded ONNX Runtime CPU session (``model``: a path or serialized bytes)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.log_severity_level = 4
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def run_ort(model: Any, inputs: list[Any]) -> list[Any]:
+    """``model``: a path or serialized bytes. Inputs in graph order (the first len(inputs))."""
     try:
-        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        sess = ort_session(model)
     except Exception as e:
         raise LoadError(_line(e)) from None
     names = [i.name for i in sess.get_inputs()]

@@ -55,18 +55,13 @@ def _first(e: BaseException) -> str:
 
 def judge(path: str) -> dict:
     """Both engines' verdicts and graphlint's, for one model (runs in a worker process)."""
-    import onnxruntime as ort
-
     from graphlint.lint import LintOptions, lint_paths
+    from testmodels.engines import ort_session
     from testmodels.node_cases import case_name
 
     out: dict = {"case": case_name(path)}
-    so = ort.SessionOptions()
-    so.log_severity_level = 4
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
     try:
-        ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ort_session(path)
         out["ort"] = None
     except Exception as e:
         out["ort"] = _first(e)

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from testmodels.engines import ort_session
+
 # Symbolic dims by name: (declared-shape value, other legal value). Unnamed or unknown dims:
 # axis 0 -> (1, 2), other axes -> (8, 16).
 DIMS = {"batch": (1, 2), "sequence": (8, 16), "samples": (400, 800), "height": (32, 64), "width": (32, 64),
@@ -116,15 +118,9 @@ def _runs(rec: dict, base: dict, alt: dict | None, run) -> None:
 
 
 def ort_truth(path: str, base: dict, alt: dict | None) -> dict:
-    import onnxruntime as ort
-
     rec: dict[str, Any] = {"load": None, "run": None, "run_alt": None}
-    so = ort.SessionOptions()
-    so.log_severity_level = 4
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
     try:
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        sess = ort_session(path)
     except Exception as e:
         rec["load"] = first_line(e)
         rec["run"] = rec["run_alt"] = "not run"
