@@ -14,6 +14,7 @@ import contextlib
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -90,6 +91,12 @@ class Child:
             with contextlib.suppress(Exception):
                 self._process.kill()
                 self._process.join()
+                # The pool's management thread may reap the process between our kill and join;
+                # then our join returns at once and the Process sees the exit only when that
+                # thread records it, a moment later.
+                deadline = time.monotonic() + 5
+                while self._process.is_alive() and time.monotonic() < deadline:
+                    time.sleep(0.001)
 
     def close(self) -> None:
         """Wait for the jobs given and let the process end."""
