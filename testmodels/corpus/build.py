@@ -38,6 +38,7 @@ class Model:
     kind: str
     onnx: str  # the ONNX file (the IR's source for an IR)
     entry: dict = field(default_factory=dict)  # the wheel manifest row: shapes, values, provenance
+    heldout: bool = False  # added after the rules were tuned on the rest (docs/conformance.md, "Held-out")
 
 
 def _kind(source: str, mid: str, row: dict) -> str:
@@ -74,13 +75,16 @@ def corpus() -> list[Model]:
     """Every model of the corpus, ONNX first then IR, sorted by id."""
     dirs = folders()
     rows = {r["id"]: r for r in wheels.manifest()}
+    heldout = {r["id"] for r in rows.values() if r.get("heldout")}
+    heldout |= {mid for mid, arch, *_ in exports.plan() if arch.heldout}
     onnx_models: dict[str, Model] = {}
     for source in ("wheel", "export", "variant"):
         for name in sorted(os.listdir(dirs[source])):
             if name.endswith(".onnx"):
                 mid, path = name[:-5], os.path.join(dirs[source], name)
                 row = rows.get(mid, {})
-                onnx_models[mid] = Model(mid, path, "onnx", source, _kind(source, mid, row), path, row)
+                onnx_models[mid] = Model(mid, path, "onnx", source, _kind(source, mid, row), path, row,
+                                         heldout=mid in heldout)
     irs = []
     for source in ("wheel", "export", "variant"):
         for name in sorted(os.listdir(dirs[f"ir-{source}"])):
@@ -89,7 +93,7 @@ def corpus() -> list[Model]:
                 base, suffix = (stem[:-len("_irfp16")], "@ir_fp16") if stem.endswith("_irfp16") else (stem, "@ir")
                 src = onnx_models[base]
                 irs.append(Model(base + suffix, os.path.join(dirs[f"ir-{source}"], name), "openvino", source,
-                                 src.kind, src.onnx, src.entry))
+                                 src.kind, src.onnx, src.entry, src.heldout))
     return sorted(onnx_models.values(), key=lambda m: m.id) + sorted(irs, key=lambda m: m.id)
 
 

@@ -8,6 +8,7 @@ byte-reproducible across machines, so rows are keyed by model id and carry the o
 
     python -m testmodels.corpus.truth            # rebuild the corpus if needed, rewrite truth.json
     python -m testmodels.corpus.truth --check    # recompute, report drift, exit 1 on a changed verdict
+    python -m testmodels.corpus.truth --missing  # record only the models truth.json does not have yet
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def record(m: Model) -> dict:
     base, alt = engines.feeds_for(m.onnx, m.entry)
     row: dict = {"source": m.source, "kind": m.kind, "format": m.format,
                  "shapes": {"declared": _shape_summary(base), "other": _shape_summary(alt)}}
+    if m.heldout:
+        row["heldout"] = True
     if m.format == "onnx":
         row["facts"] = _onnx_facts(m)
         row["ort"] = engines.ort_truth(m.path, base, alt)
@@ -169,7 +172,12 @@ def main(argv: list[str]) -> int:
     t0 = time.time()
     models = corpus()
     t_build = time.time() - t0
-    table = compute(models)
+    if "--missing" in argv:  # new models only; the recorded rows stay as they are
+        recorded = load()
+        table = compute([m for m in models if m.id not in recorded["models"]])
+        table = {"versions": recorded["versions"], "models": dict(sorted({**recorded["models"], **table["models"]}.items()))}
+    else:
+        table = compute(models)
     print(f"{len(models)} models: corpus {t_build:.0f}s, engines {time.time() - t0 - t_build:.0f}s", file=sys.stderr)
     for k, c in sorted(summary(table).items()):
         print(f"  {k}: {c['positives']} positives of {c['models']}", file=sys.stderr)
