@@ -4,6 +4,7 @@
   bounds of dims), so branches of different rank give a value of dynamic rank, and the Conv
   translator refuses it ("The input data tensor's rank has to be known (static)", conv.cpp). The
   silero VAD v5/v6 exports are built this way (``x.squeeze(-1) if x.shape[-1] == 1 else x``).
+* If (2): the condition must be a scalar or 1-D (ONNX allows any one-element tensor).
 * Loop: a body output that is a body input unchanged (paddle2onnx writes them for loop-invariant
   weights) fails the frontend's canonical-inputs check when the model is read from a file.
 """
@@ -124,3 +125,28 @@ def test_openvino_loop_body_must_not_return_an_input_unchanged(tmp_path, passthr
         assert errs[0].properties["basis"].endswith("#ai.onnx/Loop")
     onnx.checker.check_model(m)
     assert ort_loads(m) and not errors(lint(tmp_path, m, "ort"))
+
+
+def _if_on(cond_shape):
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [], [_vi("t", F, [2])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["f"])], "else", [], [_vi("f", F, [2])])
+    return _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
+                  [_vi("c", B, cond_shape), _vi("x", F, [2])], [_vi("y", F, [2])], opset=13)
+
+
+@pytest.mark.parametrize("cond_shape", [[], [1], [1, 1]])
+def test_openvino_if_condition_must_be_scalar_or_1d(tmp_path, cond_shape):
+    """ONNX takes any one-element condition; ov::op::v8::If only rank 0 or 1 (openwakeword's hey_jarvis
+    export: GreaterOrEqual on a [1, 1] score, Cast, If)."""
+    import onnxruntime as ort
+
+    m = _if_on(cond_shape)
+    onnx.checker.check_model(m, full_check=True)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {"c": np.ones(cond_shape, bool), "x": np.ones(2, np.float32)})
+    assert y.tolist() == [-1.0, -1.0]
+    assert ov_compiles(m, tmp_path) == (len(cond_shape) <= 1)
+    errs = errors(lint(tmp_path, m, "openvino"), "GL1004")
+    assert [(f.node, f.properties["basis"].rsplit("#", 1)[-1]) for f in errs] == (
+        [("if", "ai.onnx/If")] if len(cond_shape) > 1 else [])
+    assert not errors(lint(tmp_path, m, "ort"))

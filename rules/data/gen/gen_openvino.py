@@ -103,6 +103,10 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
                     f"sum of loop carried dependencies and two mandatory inputs (loop.cpp:310 in 2026.4.1, {_OP_SRC}"
                     "loop.cpp, read from a file: each body output that is a body input unchanged adds a body "
                     "parameter; a model read from memory converts)", _FE, attr="body", skip_inputs=2, skip_outputs=1)],
+        "If": [_c("input_rank", "Check 'if_condition_rank.compatible(1) || if_condition_rank.compatible(0)' "
+                  "failed (ov::op::v8::If, https://github.com/openvinotoolkit/openvino/blob/releases/2026/4/src/"
+                  "core/src/op/if.cpp): the condition must be a scalar or 1-D; ONNX allows any one-element tensor",
+                  _FE, inputs=[0], ranks=[0, 1])],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
                      "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
