@@ -7,10 +7,15 @@ from collections.abc import Iterator
 from graphlint_rules import _contract as C
 from graphlint_rules import _drift as D
 
+from graphlint.analysis.shapes.facts import is_placeholder
 from graphlint.ir import Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 ID = "GL2003"
+
+
+def _dims(dims: list) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 class SoftmaxFlattenSemantics(Rule):
@@ -18,9 +23,11 @@ class SoftmaxFlattenSemantics(Rule):
 
     ## What it checks
     Softmax, LogSoftmax and Hardmax nodes at opset < 13 whose input has rank > 2 and whose
-    `axis` (default 1) is not the last axis. The rank comes from graphlint's symbolic shape pass,
-    which knows ranks ONNX inference leaves open; an input of unknown rank is a warning that says
-    so. Before opset 13 these ops coerce the input to 2-D `[prod(dims[:axis]), prod(dims[axis:])]` and normalize over the whole
+    `axis` (default 1) is not the last axis and some dim after it is not 1 (`[N, C, 1, 1]`, a
+    classifier head, means the same either way). The rank and dims come from graphlint's symbolic
+    shape pass, which knows ranks ONNX inference leaves open; an input of unknown rank, or with a
+    dim after `axis` that is not known, is a warning that says so. Before opset 13 these ops
+    coerce the input to 2-D `[prod(dims[:axis]), prod(dims[axis:])]` and normalize over the whole
     second part; from opset 13 they normalize along `axis` only. With `axis` = last both agree,
     which is why exporters that transpose the axis to the end (torch at opset 11) are clean.
 
@@ -68,6 +75,11 @@ class SoftmaxFlattenSemantics(Rule):
             axis = axis + rank if axis < 0 else axis
             if axis >= rank - 1:
                 return
+            # dims after axis: an int, a symbol (the input declares it variable), or None (not known)
+            trailing = ([None if d is None else d.to_dim() for d in shape[axis + 1:]] if shape is not None
+                        else [None if is_placeholder(d) else d for d in x.shape[axis + 1:]])
+            if all(d == 1 for d in trailing):
+                return  # [N, C, 1, 1] (a classifier head): the flattened dims are axis's alone
         version = 1 if node.opset < 11 else 11
         if rank is None:  # the meanings differ only when axis is not the last one, which the rank would tell
             yield ctx.finding(
@@ -81,7 +93,12 @@ class SoftmaxFlattenSemantics(Rule):
         severity, extra = D.judged(f, ctx.target, Severity.WARNING)
         msg = (f"Node {quote(node.label)} ({node.op_type}-{version}) with axis={axis} on a rank-{rank} input "
                f"normalizes over the flattened dims [{axis}:], not along axis {axis}; opset 13 changes this meaning")
-        msg += (f", and {ctx.target.title} already computes the per-axis result (it differs from the spec and "
-                "from onnxruntime)." if extra.get("verdict") == C.WRONG else ".")
+        if any(v is None for v in trailing):  # a dim after axis may be 1 everywhere, and then both meanings agree
+            severity, extra = min(severity, Severity.WARNING), {**C.props(unknown=["shape"]), **(
+                {"verdict": extra["verdict"]} if "verdict" in extra else {})}
+            msg += f", unless every dim after axis {axis} is 1 (not all are known: {_dims(trailing)})."
+        else:
+            msg += (f", and {ctx.target.title} already computes the per-axis result (it differs from the spec and "
+                    "from onnxruntime)." if extra.get("verdict") == C.WRONG else ".")
         yield ctx.finding(node, msg, rewrite=D.fact_rewrite(f, node), severity=severity,
                           **D.props(f, axis=axis, rank=rank), **extra)

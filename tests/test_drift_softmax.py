@@ -104,3 +104,29 @@ def test_attention_scores_of_a_real_opset11_export_are_clean():
     assert onnx.load(path).opset_import[0].version == 11
     for target in ("openvino", "ort", "trt"):
         assert lint(path, target, "GL2003") == []
+
+
+def test_classifier_head_with_unit_trailing_dims_is_clean(tmp_path):
+    """Softmax-1 axis=1 on [N, C, 1, 1] (the caffe2 SqueezeNet of onnx's model zoo): the flattened dims
+    [1:] hold axis 1's values alone, so the spec, onnxruntime and OpenVINO agree and nothing is reported."""
+    head = np.random.RandomState(1).randn(2, 5, 1, 1).astype(np.float32)
+    m = softmax(9, shape=(2, 5, 1, 1))
+    ort9, ov9 = run_ort(m, {"x": head}), run_openvino(m, {"x": head})
+    np.testing.assert_allclose(ort9, flat_softmax(head, 1), rtol=1e-5)
+    np.testing.assert_allclose(ov9, ort9, rtol=1e-5)
+    path = save(m, tmp_path, "head.onnx")
+    for target in ("openvino", "ort", "trt"):
+        assert lint(path, target, "GL2003") == []
+    # one dim after the axis that is not 1 and the meanings differ again: an error where OpenVINO runs it
+    assert [f.severity.label for f in lint(save(softmax(9, shape=(2, 5, 1, 3)), tmp_path, "w.onnx"), "openvino",
+                                           "GL2003")] == ["error"]
+
+
+def test_dims_after_the_axis_unknown_is_a_warning_that_says_so(tmp_path):
+    """Rank 4 known (a Reshape to a 4-element run-time shape), its dims not: they may all be 1."""
+    m = tiny([helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Softmax", ["r"], ["y"], axis=1,
+                                                                           name="sm")],
+             {"x": (np.float32, [2, 6]), "s": (np.int64, [4])}, {"y": (np.float32, None)}, 11)
+    (f,) = lint(save(m, tmp_path, "u.onnx"), "openvino", "GL2003")
+    assert f.severity.label == "warning" and f.properties["unknown"] == ["shape"] and f.properties["rank"] == 4
+    assert "not all are known" in f.message and "basis" not in f.properties
