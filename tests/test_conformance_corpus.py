@@ -16,7 +16,11 @@ positive = at least one error.
   OpenVINO's recall is short of them (the IR of the two baked-in dynamic exports, which fail at
   another size: out of static reach, docs/conformance.md): that case is an expected failure,
   strict, so reaching the bar turns it into a failure that asks for the mark to go;
-  test_openvino_recall_on_onnx_files holds the bar on the ONNX files alone.
+  test_openvino_recall_on_onnx_files holds the bar on the ONNX files alone. Recall bars leave out
+  KNOWN_MISSES (a held-out model every engine fails that graphlint does not catch yet), each
+  asserted to be missed still.
+* Held-out models (``Model.heldout``: added after the rules were tuned on the rest) count like
+  the others; ``--heldout`` scores them alone (docs/conformance.md, "Held-out models").
 
 Run as a script to print every number and disagreement (docs/conformance.md, "Real models"),
 with ``--heldout`` on the held-out models alone:
