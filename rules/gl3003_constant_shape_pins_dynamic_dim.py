@@ -8,7 +8,9 @@ from graphlint_rules import _contract as C
 from graphlint_rules._validity import TABLE, for_op
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
+from graphlint.analysis.shapes.openvino import spec_url
 from graphlint.analysis.symbolic import Poly
+from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 from graphlint.target import Target
 
@@ -52,6 +54,17 @@ class ConstantShapePinsDynamicDim(Rule):
     and when a constant leading dim plus `-1` folds the dynamic batch into another axis
     (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
+    On OpenVINO IR the same analysis runs over the layers (each read as the ONNX op whose shape
+    semantics it shares: `graphlint/analysis/shapes/openvino.py`), with each `-1` dim of a
+    Parameter as a symbol named by its position (`pixel_values[2]`). IR dims have no names: `-1`
+    is the only way an IR declares a dim dynamic, and OpenVINO compiles the model for every value
+    of it. So a pin proven from those dims is an error: at every other value the layer's inputs
+    break the OpenVINO specification's agreement (broadcast rules, Concat, Reshape element count),
+    and OpenVINO 2026.4 then returns a wrong (empty) tensor or fails, as the corpus's
+    `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). Dims the IR bounds
+    (`1..128`) stay unknown, and layers the table does not hold keep their ports' dims, so an
+    unknown premise gives no finding at all.
+
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
     taken from the example input). The input still says `batch`, so nothing complains until
@@ -71,7 +84,9 @@ class ConstantShapePinsDynamicDim(Rule):
     name = "constant-shape-pins-dynamic-dim"
     severity = Severity.ERROR
     requires = ("shapes",)
-    source = "symbolic shape analysis (graphlint/analysis/shapes.py); ONNX Reshape/Expand semantics"
+    source = ("symbolic shape analysis (graphlint/analysis/shapes/); ONNX Reshape/Expand semantics; "
+              "OpenVINO 2026 operation specifications for IR")
+    dialects = frozenset({ONNX, OPENVINO})
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
@@ -108,7 +123,8 @@ class ConstantShapePinsDynamicDim(Rule):
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
             # A non-constant expression of the input dims equals a constant only at some of their
             # values: at the others (legal, since the inputs declare them dynamic) the node fails.
-            contract = C.props(C.document_basis(C.onnx_operator(n.op_type)))
+            ir = n.dialect == OPENVINO
+            contract = C.props(C.document_basis(spec_url(n.op_type) if ir else C.onnx_operator(n.op_type)))
             if sol is None:
                 tail = (f"it holds only where {sym_side} = {const_side}, so the node fails at run time for the other "
                         "values the inputs declare legal")
@@ -125,7 +141,7 @@ class ConstantShapePinsDynamicDim(Rule):
                 # about): whether other values are meant to be fed is not known from the file.
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])
                 note = " The input leaves the dim unnamed, so whether other values are meant is unknown."
-            entry = for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
+            entry = None if ir else for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
             if entry is not None:
                 severity, contract, note = _engine_contract(entry, ctx.target)
                 if severity < Severity.ERROR:  # spec-only or unknown: one finding per rule and dim
