@@ -61,9 +61,11 @@ class ConstantShapePinsDynamicDim(Rule):
     of it. So a pin proven from those dims is an error: at every other value the layer's inputs
     break the OpenVINO specification's agreement (broadcast rules, Concat, Reshape element count),
     and OpenVINO 2026.4 then returns a wrong (empty) tensor or fails, as the corpus's
-    `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). Dims the IR bounds
-    (`1..128`) stay unknown, and layers the table does not hold keep their ports' dims, so an
-    unknown premise gives no finding at all.
+    `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). A warning when
+    every dim of that Parameter is `-1`: `ov.convert_model` makes every dim dynamic when it is
+    given no input shapes, so such an IR says only the rank and whether other values are meant is
+    unknown. Dims the IR bounds (`1..128`) stay unknown, and layers the table does not hold keep
+    their ports' dims, so an unknown premise there gives no finding at all.
 
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
@@ -92,6 +94,9 @@ class ConstantShapePinsDynamicDim(Rule):
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
         seen_contracts: set[tuple[str, str]] = set()
+        # IR Parameters whose every dim is -1: the converter's default, not a choice of dims
+        rank_only = {v.name for v in ctx.model.graph.inputs
+                     if v.shape and all(d is None for d in v.shape)} if ctx.model.dialect == OPENVINO else set()
         for e in facts.events:
             if e.kind == "fold" and input_symbols(facts, e.a):
                 n = e.node
@@ -136,7 +141,11 @@ class ConstantShapePinsDynamicDim(Rule):
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
             severity, note = self.severity, ""
-            if all("?" in s for s in sym_side.symbols):
+            if ir and any(i in rank_only for i, _ in facts.inputs_of(sym_side.symbols)):
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = (" Every dim of that Parameter is -1 (what ov.convert_model gives without input shapes), "
+                        "so whether other values are meant is unknown.")
+            elif all("?" in s for s in sym_side.symbols):
                 # The input leaves these dims unnamed (exporters do for any dim they were not told
                 # about): whether other values are meant to be fed is not known from the file.
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])
