@@ -35,15 +35,30 @@ from typing import Any
 
 from graphlint import dtypes
 from graphlint.analysis.shapes.facts import ShapeFacts
-from graphlint.ir import ONNX_DOMAIN, Node
+from graphlint.ir import ONNX, ONNX_DOMAIN, Node
 
 OPSET = 18  # the ONNX opset the stand-ins read as: axes, perm and shapes come from inputs
 
 
 class OvView(Node):
-    """An ONNX-dialect stand-in for one IR node; ``origin`` is the IR node events name."""
+    """An ONNX-dialect stand-in for one IR node; ``origin`` is the IR node events name. Only what
+    shape handlers read is set (one is made per layer of a large IR: Node's full init costs)."""
 
     __slots__ = ("fold", "origin")
+
+    def __init__(self, op_type: str, origin: Node, inputs: list, attrs: dict, fold: bool) -> None:
+        self.op_type = op_type
+        self.name = origin.name
+        self.domain = ONNX_DOMAIN
+        self.dialect = ONNX
+        self.opset = OPSET
+        self.inputs = inputs
+        self.outputs = origin.outputs
+        self._attrs = attrs
+        self._decode = None
+        self.subgraphs = {}
+        self.origin = origin
+        self.fold = fold
 
 
 def _ints(text: str | None) -> list[int]:
@@ -185,24 +200,16 @@ def spec_url(op_type: str) -> str:
     return SPECS + SPEC_PAGE.get(op_type, "operation-specs.html")
 
 
-def view(node: Node, f: ShapeFacts) -> OvView | None:
-    """The ONNX stand-in of an IR node, or None when the table has no twin for its form."""
-    spec = OV_AS_ONNX.get(node.op_type)
-    if spec is None:
-        return None
+def view(node: Node, spec: AsOnnx, f: ShapeFacts) -> OvView | None:
+    """The ONNX stand-in of an IR node (``spec``: its table entry), or None when its form has no twin."""
     try:
         attrs = spec.attrs(node, f)
     except (ValueError, TypeError, AttributeError):  # a malformed attribute: keep the IR's dims
         return None
     if attrs is None:
         return None
-    v = OvView(spec.op, node.name, node.graph, node.index, domain=ONNX_DOMAIN, opset=OPSET,
-               decode=lambda: attrs)
-    v.inputs = node.inputs if spec.inputs is None else [node.input(i) for i in spec.inputs]
-    v.outputs = node.outputs
-    v.origin = node
-    v.fold = spec.fold
-    return v
+    return OvView(spec.op, node, node.inputs if spec.inputs is None else [node.input(i) for i in spec.inputs],
+                  attrs, spec.fold)
 
 
 def ov_symbol(inp: str, axis: int) -> str:

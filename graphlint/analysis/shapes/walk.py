@@ -28,11 +28,14 @@ from graphlint.analysis.shapes.facts import (
 )
 from graphlint.analysis.shapes.fold import FOLD, fold
 from graphlint.analysis.shapes.handlers import CHECKED, HANDLED_DOMAINS, HANDLERS
-from graphlint.analysis.shapes.openvino import dynamic_dims, ov_symbol, view
+from graphlint.analysis.shapes.openvino import OV_AS_ONNX, dynamic_dims, ov_symbol, view
 from graphlint.analysis.shapes.svals import SVAL_OPS
 from graphlint.analysis.symbolic import ONE, Poly, to_poly
 from graphlint.ir import ONNX_DOMAIN, OPENVINO, Model, Node, Shape, Value
 
+# IR layers whose twin records no events and carries no shape values: with every output dim
+# known from the ports, the twin has nothing to add
+_PLAIN = frozenset(ov for ov, spec in OV_AS_ONNX.items() if spec.op not in CHECKED and spec.op not in SVAL_OPS)
 _ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
 
 
@@ -107,18 +110,30 @@ class ShapeWalk:
         return f
 
     def visit_ir(self, node: Node) -> None:
-        """An IR layer: as its ONNX twin, or with the dims its ports declare when it has none."""
-        if node.op_type == "Parameter":
+        """An IR layer: as its ONNX twin, or with the dims its ports declare when it has none
+        (or when its twin checks nothing, carries no values and its ports' dims are all known)."""
+        op = node.op_type
+        if op == "Parameter":
             return  # a graph input: run() gave it its symbols
-        twin = view(node, self.f) if node.op_type != "Const" else None
-        if twin is not None:
-            self.visit(twin, twin.fold)
-            return
+        outs = node.outputs
+        if op != "Const":
+            spec = OV_AS_ONNX.get(op)
+            if spec is not None and not (op in _PLAIN and self._static(outs)
+                                         and not (spec.fold and self._constant_inputs(node.inputs)[1])):
+                twin = view(node, spec, self.f)
+                if twin is not None:
+                    self.visit(twin, spec.fold)
+                    return
         shapes = self.f.shapes
-        for v in node.outputs:
-            if v.const is not None:
-                self.f.build_const.add(v)
+        for v in outs:
             shapes[v] = self.base(v)
+
+    def _static(self, outs: list[Value]) -> bool:
+        for v in outs:
+            b = self.base(v)
+            if b is None or None in b or any(not d.is_const for d in b):  # type: ignore[union-attr]
+                return False
+        return True
 
     def visit(self, node: Node, values: bool = True) -> None:
         """``values``: fold constants and track shape values through the node (its ONNX op's values
