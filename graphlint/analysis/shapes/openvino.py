@@ -151,9 +151,9 @@ _BINARY = {"Add": "Add", "Subtract": "Sub", "Multiply": "Mul", "Power": "Pow", "
            "GreaterEqual": "GreaterOrEqual", "LogicalAnd": "And", "LogicalOr": "Or", "LogicalXor": "Xor",
            "FloorMod": "Mod"}
 # broadcasting ops whose values no ONNX op shares (Divide floors integers where ONNX Div truncates)
-_BINARY_SHAPE = ("Divide", "NotEqual", "SquaredDifference", "Mod", "PRelu", "BitwiseAnd", "BitwiseOr",
+_BINARY_SHAPE = ("Divide", "NotEqual", "SquaredDifference", "Mod", "PReLU", "BitwiseAnd", "BitwiseOr",
                  "BitwiseXor")
-_UNARY = ("MVN", "Gelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "SoftMax", "Softmax", "LogSoftmax",
+_UNARY = ("MVN", "Gelu", "ReLU", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "SoftMax", "Softmax", "LogSoftmax",
           "Swish", "HSwish", "HSigmoid", "Mish", "SoftPlus", "SoftSign", "Clamp", "Elu", "Sin", "Cos", "Tan",
           "Asin", "Acos", "Atan", "Sinh", "Cosh", "Round", "Sign", "NormalizeL2", "FakeQuantize", "FakeConvert",
           "RMS", "Selu", "GRN", "LRN", "CumSum", "Roll", "IsNaN", "IsInf", "IsFinite")
