@@ -64,8 +64,14 @@ class ConstantShapePinsDynamicDim(Rule):
     `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). A warning when
     every dim of that Parameter is `-1`: `ov.convert_model` makes every dim dynamic when it is
     given no input shapes, so such an IR says only the rank and whether other values are meant is
-    unknown. Dims the IR bounds (`1..128`) stay unknown, and layers the table does not hold keep
-    their ports' dims, so an unknown premise there gives no finding at all.
+    unknown. Also a warning when the constant side is not a constant input of the layer (a Const
+    such as the position table, or the layer's own constant shape) but a size other layers
+    computed, as when a Reshape further up fixes a height of 1 that a Concat then meets: IR dims
+    carry no names, and an unnamed ONNX dim converts to `-1` as a named one does, so only the
+    constant at the layer itself shows the file was made for one size (PP-OCRv4 recognition: its
+    unnamed ONNX height, an error-free warning on the ONNX file, is such a clash on its IR). Dims
+    the IR bounds (`1..128`) stay unknown, and layers the table does not hold keep their ports'
+    dims, so an unknown premise there gives no finding at all.
 
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
@@ -149,6 +155,12 @@ class ConstantShapePinsDynamicDim(Rule):
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])
                 note = (" Every dim of that Parameter is -1 (what ov.convert_model gives without input shapes), "
                         "so whether other values are meant is unknown.")
+            elif ir and not facts.is_build_constant(e.va if e.a.is_const else e.vb):
+                # the fixed size reaches this layer computed by others (a constant shape further up
+                # meets the input's dim here): the IR shows the clash, not which size is meant
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = (" The constant side is computed by other layers, not a constant input of this one, so "
+                        "which size the model is meant for, and whether the -1 is, is not shown here.")
             elif all("?" in s for s in sym_side.symbols):
                 # The input leaves these dims unnamed (exporters do for any dim they were not told
                 # about): whether other values are meant to be fed is not known from the file.

@@ -153,6 +153,24 @@ def test_walk_symbols_on_corpus_ir():
     assert dims("/model/embeddings/Add") == ["pixel_values[0]", "17", "32"]
 
 
+@pytest.mark.slow
+def test_clash_with_a_computed_size_is_a_warning():
+    """PP-OCRv4 recognition (a wheel model; its ONNX leaves the height unnamed, '?'): on its IR a
+    Concat meets the pooled height with the 1 a Reshape further up fixed. The constant is not an
+    input of the Concat, so a warning; OpenVINO does fail off the heights that pool to 1."""
+    from testmodels.corpus.build import folders
+
+    path = os.path.join(folders()["ir-wheel"], "wheel_rapidocr_rec_v4.xml")
+    found = gl3003(path)
+    assert [(f.node, f.severity.label) for f in found] == [("p2o.Concat.7", "warning")], found
+    assert found[0].properties.get("unknown") == ["value"] and "computed by other layers" in found[0].message
+    compiled = ov.Core().compile_model(path, "CPU", OPENVINO_F32)
+    rng = np.random.default_rng(0)
+    assert compiled({"x": rng.random((1, 3, 48, 160), np.float32)})[0].shape == (1, 20, 6625)
+    with pytest.raises(RuntimeError):
+        compiled({"x": rng.random((1, 3, 96, 160), np.float32)})
+
+
 class _Net(torch.nn.Module):
     """Conv (stride 2, pads), MaxPool, flatten/transpose, Linear (MatMul transpose_b), slice and
     Concat, ReduceMean keep_dims, Unsqueeze/Squeeze: the IR ops a small CNN-to-tokens model uses."""

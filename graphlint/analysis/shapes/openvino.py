@@ -24,7 +24,13 @@ https://docs.openvino.ai/2026/documentation/openvino-ir-format/operation-sets/op
   and ``auto_pad`` explicit/valid/same_upper/same_lower; MatMul-1 ``transpose_a/b`` transposes the
   last two dims as FusedMatMul's transA/transB; Slice-8 takes (data, start, stop, step, axes)
   where ONNX Slice takes (data, starts, ends, axes, steps); Unsqueeze/Squeeze-0, ReduceX-1,
-  Range-4, Tile-0, Concat-0, Transpose-1 (perm as a constant input) read as their ONNX ops.
+  Range-4, Tile-0, Concat-0, Transpose-1 (perm as a constant input) read as their ONNX ops;
+- GroupConvolution-1 (filters [groups, C_out/groups, C_in/groups, kernel...]) and
+  ScaledDotProductAttention-13 (output [N..., L, Ev] of query [N..., L, E] and value
+  [N..., S, Ev]) have no ONNX twin: their handlers are their own (handlers/misc.py, linear.py).
+
+Not held (their ports' dims stand): Pad, Interpolate, VariadicSplit, StridedSlice, GatherND,
+GatherElements, TopK, LSTMSequence, If/Loop/TensorIterator, ConvolutionBackpropData.
 """
 
 from __future__ import annotations
@@ -156,7 +162,8 @@ _BINARY_SHAPE = ("Divide", "NotEqual", "SquaredDifference", "Mod", "PReLU", "Bit
 _UNARY = ("MVN", "Gelu", "ReLU", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "SoftMax", "Softmax", "LogSoftmax",
           "Swish", "HSwish", "HSigmoid", "Mish", "SoftPlus", "SoftSign", "Clamp", "Elu", "Sin", "Cos", "Tan",
           "Asin", "Acos", "Atan", "Sinh", "Cosh", "Round", "Sign", "NormalizeL2", "FakeQuantize", "FakeConvert",
-          "RMS", "Selu", "GRN", "LRN", "CumSum", "Roll", "IsNaN", "IsInf", "IsFinite")
+          "RMS", "Selu", "GRN", "LRN", "CumSum", "Roll", "IsNaN", "IsInf", "IsFinite", "HardSigmoid",
+          "ConvertLike", "ShuffleChannels")
 
 OV_AS_ONNX: dict[str, AsOnnx] = {
     **{ov: AsOnnx(onnx, _broadcast) for ov, onnx in _BINARY.items()},
@@ -178,6 +185,9 @@ OV_AS_ONNX: dict[str, AsOnnx] = {
     "Split": AsOnnx("Split", _split, (0,), fold=False),
     "MatMul": AsOnnx("FusedMatMul", _matmul, (0, 1), fold=False),
     "Convolution": AsOnnx("Conv", _conv, (0, 1), fold=False),
+    # no ONNX twin: handlers of their own (handlers/misc.py, handlers/linear.py)
+    "GroupConvolution": AsOnnx("GroupConvolution", _conv, (0, 1), fold=False),
+    "ScaledDotProductAttention": AsOnnx("ScaledDotProductAttention", fold=False),
     "MaxPool": AsOnnx("MaxPool", _pool, (0,), fold=False), "AvgPool": AsOnnx("AveragePool", _pool, (0,), fold=False),
     **{f"Reduce{k}": AsOnnx(f"Reduce{k}", _reduce, (0, 1), fold=False)
        for k in ("Mean", "Sum", "Max", "Min", "Prod", "L1", "L2")},
