@@ -228,10 +228,12 @@ def ov_symbol(inp: str, axis: int) -> str:
 
 
 def dynamic_dims(shape: tuple, bounds: str | None) -> list[bool]:
-    """Which dims of a Parameter port are dynamic without bounds (``-1`` or ``?``): those become
-    symbols. A bounded dim (``1..128``) stays unknown: its legal values are not every value."""
+    """Which dims of a Parameter port are dynamic without bounds (``-1``): those become symbols.
+    A bounded dim (``1..128``) stays unknown: its legal values are not every value; so does a
+    text read_model refuses (``?`` in a port; GL0007 reports it). ``bounds``: the port's dim
+    texts, which the loader keeps when one is not an integer or -1."""
     texts = bounds.split(",") if bounds else None
-    return [d is None and (texts is None or (i < len(texts) and texts[i].strip() in ("-1", "?")))
+    return [d is None and (texts is None or (i < len(texts) and texts[i].strip() == "-1"))
             for i, d in enumerate(shape)]
 
 
