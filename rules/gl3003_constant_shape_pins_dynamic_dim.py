@@ -8,7 +8,9 @@ from graphlint_rules import _contract as C
 from graphlint_rules._validity import TABLE, for_op
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
+from graphlint.analysis.shapes.openvino import spec_url
 from graphlint.analysis.symbolic import Poly
+from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 from graphlint.target import Target
 
@@ -52,6 +54,25 @@ class ConstantShapePinsDynamicDim(Rule):
     and when a constant leading dim plus `-1` folds the dynamic batch into another axis
     (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
+    On OpenVINO IR the same analysis runs over the layers (each read as the ONNX op whose shape
+    semantics it shares: `graphlint/analysis/shapes/openvino.py`), with each `-1` dim of a
+    Parameter as a symbol named by its position (`pixel_values[2]`). IR dims have no names: `-1`
+    is the only way an IR declares a dim dynamic, and OpenVINO compiles the model for every value
+    of it. So a pin proven from those dims is an error: at every other value the layer's inputs
+    break the OpenVINO specification's agreement (broadcast rules, Concat, Reshape element count),
+    and OpenVINO 2026.4 then returns a wrong (empty) tensor or fails, as the corpus's
+    `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). A warning when
+    every dim of that Parameter is `-1`: `ov.convert_model` makes every dim dynamic when it is
+    given no input shapes, so such an IR says only the rank and whether other values are meant is
+    unknown. Also a warning when the constant side is not a constant input of the layer (a Const
+    such as the position table, or the layer's own constant shape) but a size other layers
+    computed, as when a Reshape further up fixes a height of 1 that a Concat then meets: IR dims
+    carry no names, and an unnamed ONNX dim converts to `-1` as a named one does, so only the
+    constant at the layer itself shows the file was made for one size (PP-OCRv4 recognition: its
+    unnamed ONNX height, an error-free warning on the ONNX file, is such a clash on its IR). Dims
+    the IR bounds (`1..128`) stay unknown, and layers the table does not hold keep their ports'
+    dims, so an unknown premise there gives no finding at all.
+
     ## Why it matters
     Tracing exporters bake Python ints into shapes (`x.view(2, -1)`, `x.reshape(B, ...)` with B
     taken from the example input). The input still says `batch`, so nothing complains until
@@ -71,12 +92,17 @@ class ConstantShapePinsDynamicDim(Rule):
     name = "constant-shape-pins-dynamic-dim"
     severity = Severity.ERROR
     requires = ("shapes",)
-    source = "symbolic shape analysis (graphlint/analysis/shapes.py); ONNX Reshape/Expand semantics"
+    source = ("symbolic shape analysis (graphlint/analysis/shapes/); ONNX Reshape/Expand semantics; "
+              "OpenVINO 2026 operation specifications for IR")
+    dialects = frozenset({ONNX, OPENVINO})
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
         seen_contracts: set[tuple[str, str]] = set()
+        # IR Parameters whose every dim is -1: the converter's default, not a choice of dims
+        rank_only = {v.name for v in ctx.model.graph.inputs
+                     if v.shape and all(d is None for d in v.shape)} if ctx.model.dialect == OPENVINO else set()
         for e in facts.events:
             if e.kind == "fold" and input_symbols(facts, e.a):
                 n = e.node
@@ -108,7 +134,8 @@ class ConstantShapePinsDynamicDim(Rule):
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
             # A non-constant expression of the input dims equals a constant only at some of their
             # values: at the others (legal, since the inputs declare them dynamic) the node fails.
-            contract = C.props(C.document_basis(C.onnx_operator(n.op_type)))
+            ir = n.dialect == OPENVINO
+            contract = C.props(C.document_basis(spec_url(n.op_type) if ir else C.onnx_operator(n.op_type)))
             if sol is None:
                 tail = (f"it holds only where {sym_side} = {const_side}, so the node fails at run time for the other "
                         "values the inputs declare legal")
@@ -119,13 +146,27 @@ class ConstantShapePinsDynamicDim(Rule):
             else:
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
+            if ir:  # OpenVINO need not raise: the corpus IRs return an empty tensor instead
+                tail = tail.replace("the node fails at run time for the other values the inputs declare legal",
+                                    "the layer fails or returns a wrong result at the other values the IR's -1 "
+                                    "declares legal")
             severity, note = self.severity, ""
-            if all("?" in s for s in sym_side.symbols):
+            if ir and any(i in rank_only for i, _ in facts.inputs_of(sym_side.symbols)):
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = (" Every dim of that Parameter is -1 (what ov.convert_model gives without input shapes), "
+                        "so whether other values are meant is unknown.")
+            elif ir and not facts.is_build_constant(e.va if e.a.is_const else e.vb):
+                # the fixed size reaches this layer computed by others (a constant shape further up
+                # meets the input's dim here): the IR shows the clash, not which size is meant
+                severity, contract = Severity.WARNING, C.props(unknown=["value"])
+                note = (" The constant side is computed by other layers, not a constant input of this one, so "
+                        "which size the model is meant for, and whether the -1 is, is not shown here.")
+            elif all("?" in s for s in sym_side.symbols):
                 # The input leaves these dims unnamed (exporters do for any dim they were not told
                 # about): whether other values are meant to be fed is not known from the file.
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])
                 note = " The input leaves the dim unnamed, so whether other values are meant is unknown."
-            entry = for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
+            entry = None if ir else for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
             if entry is not None:
                 severity, contract, note = _engine_contract(entry, ctx.target)
                 if severity < Severity.ERROR:  # spec-only or unknown: one finding per rule and dim

@@ -12,10 +12,8 @@ positive = at least one error.
 
 * test_corpus_truth_matches_engines: the corpus builds and the engines still do what truth.json says.
 * test_error_precision_and_recall / test_trt_agreement / test_noise_budget: the thresholds
-  of issue 17.
-  OpenVINO's recall is short of them (the IR of the two baked-in dynamic exports, which fail at
-  another size: out of static reach, docs/conformance.md): that case is an expected failure,
-  strict, so reaching the bar turns it into a failure that asks for the mark to go;
+  of issue 17, on ONNX files and IR together (the IR of the two baked-in dynamic exports, which
+  OpenVINO runs wrongly at another size, is caught by GL3003 over the IR shape walk);
   test_openvino_recall_on_onnx_files holds the bar on the ONNX files alone. Recall bars leave out
   KNOWN_MISSES (a held-out model every engine fails that graphlint does not catch yet), each
   asserted to be missed still.
@@ -49,9 +47,6 @@ from testmodels.pool import isolated_map  # noqa: E402
 from tests.test_conformance_backend import Score  # noqa: E402
 
 PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0
-OPENVINO_RECALL = pytest.mark.xfail(strict=True, reason=(
-    "OpenVINO recall 16/18 (KNOWN_MISSES aside): the IR of the two baked-in dynamic exports (vit_dynhw, whisperenc_dynframes) fails "
-    "at another size; IR dims carry no names and graphlint has no shape pass over IR ops (docs/conformance.md)"))
 
 
 # Held-out models that every engine fails and graphlint misses, out of the rules' reach for now
@@ -204,7 +199,7 @@ def test_corpus_truth_matches_engines():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("metric", "target"), [("precision", "ort"), ("precision", "openvino"), ("recall", "ort"),
-                                                pytest.param("recall", "openvino", marks=OPENVINO_RECALL)])
+                                                ("recall", "openvino")])
 def test_error_precision_and_recall(metric, target):
     s, wrong = score(rows() if metric == "precision" else _bar_rows(target), target)
     value, floor, kind = ((s.precision, PRECISION, "false positive") if metric == "precision"
@@ -224,7 +219,7 @@ def _bar_rows(target: str) -> tuple[dict, ...]:
 
 @pytest.mark.slow
 def test_openvino_recall_on_onnx_files():
-    """The ONNX files OpenVINO refuses are all caught; only its IR misses remain (OPENVINO_RECALL)."""
+    """The ONNX files OpenVINO refuses are all caught (the bar on them alone, not carried by the IR)."""
     s, wrong = score(_bar_rows("openvino"), "openvino", fmt="onnx")
     assert s.recall >= RECALL, f"openvino (ONNX files): recall {s.recall:.3f}; {[w for w in wrong if w['kind'] == 'false negative']}"
 

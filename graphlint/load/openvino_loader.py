@@ -354,7 +354,7 @@ def _build_one(ctx: _GraphCtx, graph: Graph, file: str, weights: _Bin, issues: l
                                                            f"2^63 - 1 elements", node=node, line=lay.line))
             v.producer = node
             v.rt_info = dict(port.rt_info)
-            if any(_dim(d) is None and d not in ("-1", "?") for d in port.dims):
+            if any(_dim(d) is None and d != "-1" for d in port.dims):  # intervals, and texts read_model refuses
                 v.rt_info.setdefault("bounds", ",".join(port.dims))
             node.outputs.append(v)
             port_values[(lay.lid, port.pid)] = v

@@ -64,13 +64,12 @@ def shapes_analysis(ctx: AnalysisContext) -> ShapeFacts:
     model = ctx.model
     values = _tensor_values(model)
     ctx.record("shape_values", len(values))
-    if model.dialect != ONNX:
+    if model.dialect != ONNX:  # OpenVINO IR: the same walk over the layers' ONNX twins (.openvino)
         unknown = _unknown_ir(values)
         ctx.record("shape_unknown_onnx", len(unknown))
         ctx.record("shape_unknown_final", len(unknown))
-        facts = ShapeFacts(unknown=unknown)
-        for v in model.graph.values.values():
-            facts.shapes[v] = None if v.shape is None else tuple(to_poly(d) for d in v.shape)
+        facts = run(model)
+        facts.unknown = unknown
         return facts
     before = _unknown_ir(values)
     ctx.record("shape_unknown_onnx", len(before))

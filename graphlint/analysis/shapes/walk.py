@@ -28,10 +28,14 @@ from graphlint.analysis.shapes.facts import (
 )
 from graphlint.analysis.shapes.fold import FOLD, fold
 from graphlint.analysis.shapes.handlers import CHECKED, HANDLED_DOMAINS, HANDLERS
+from graphlint.analysis.shapes.openvino import OV_AS_ONNX, dynamic_dims, ov_symbol, view
 from graphlint.analysis.shapes.svals import SVAL_OPS
 from graphlint.analysis.symbolic import ONE, Poly, to_poly
-from graphlint.ir import ONNX_DOMAIN, Model, Node, Shape, Value
+from graphlint.ir import ONNX_DOMAIN, OPENVINO, Model, Node, Shape, Value
 
+# IR layers whose twin records no events and carries no shape values: with every output dim
+# known from the ports, the twin has nothing to add
+_PLAIN = frozenset(ov for ov, spec in OV_AS_ONNX.items() if spec.op not in CHECKED and spec.op not in SVAL_OPS)
 _ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
 
 
@@ -47,6 +51,7 @@ class ShapeWalk:
         self._ir_shape = base
         self._converted: dict[tuple, SShape] = {}  # IR shape -> polys (shapes repeat a lot)
         self.shape = self.f.shape  # handlers ask for input shapes all the time: one call, not two
+        self.ir = model.dialect == OPENVINO  # IR layers run as their ONNX twins (.openvino)
 
     def base(self, v: Value) -> SShape:
         """The value's IR shape as polys (symbols bound when evaluating)."""
@@ -77,27 +82,67 @@ class ShapeWalk:
                 f.shapes[v] = None
                 continue
             dims: list[SDim] = []
+            dynamic = dynamic_dims(shape, v.rt_info.get("bounds")) if self.ir else None
             for axis, d in enumerate(shape):
+                if dynamic is not None:  # IR: -1 is how a Parameter declares a dim dynamic
+                    if not dynamic[axis]:
+                        dims.append(to_poly(d))
+                        continue
+                    p = Poly.sym(ov_symbol(v.name, axis))
                 # an empty dim_param is no name (writers that clear the name leave "")
-                p = to_poly(d) if d is not None and d != "" else Poly.sym(unnamed_symbol(v.name, axis))
+                elif d is not None and d != "":
+                    p = to_poly(d)
+                else:
+                    p = Poly.sym(unnamed_symbol(v.name, axis))
                 for s in p.symbols:
                     f.origins.setdefault(s, []).append((v.name, axis))
                 dims.append(p.subs(self.env) if self.env else p)
             f.shapes[v] = tuple(dims)
         for node in g.nodes:
             try:
-                self.visit(node)
+                if self.ir:
+                    self.visit_ir(node)
+                else:
+                    self.visit(node)
             except Exception:  # a malformed node must not cost every shape rule its answer
                 for v in node.outputs:
                     f.shapes.setdefault(v, self.base(v))
         return f
 
-    def visit(self, node: Node) -> None:
+    def visit_ir(self, node: Node) -> None:
+        """An IR layer: as its ONNX twin, or with the dims its ports declare when it has none
+        (or when its twin checks nothing, carries no values and its ports' dims are all known)."""
+        op = node.op_type
+        if op == "Parameter":
+            return  # a graph input: run() gave it its symbols
+        outs = node.outputs
+        if op != "Const":
+            spec = OV_AS_ONNX.get(op)
+            if spec is not None and not (op in _PLAIN and self._static(outs)
+                                         and not (spec.fold and self._constant_inputs(node.inputs)[1])):
+                twin = view(node, spec, self.f)
+                if twin is not None:
+                    self.visit(twin, spec.fold)
+                    return
+        shapes = self.f.shapes
+        for v in outs:
+            shapes[v] = self.base(v)
+
+    def _static(self, outs: list[Value]) -> bool:
+        for v in outs:
+            b = self.base(v)
+            if b is None or None in b or any(not d.is_const for d in b):  # type: ignore[union-attr]
+                return False
+        return True
+
+    def visit(self, node: Node, values: bool = True) -> None:
+        """``values``: fold constants and track shape values through the node (its ONNX op's values
+        are its own), else its output shapes only."""
         f = self.f
         outs = node.outputs
         ins = node.inputs
         op = node.op_type
-        if node.domain == ONNX_DOMAIN and ins:
+        if values and node.domain == ONNX_DOMAIN and ins:
             all_const, foldable = self._constant_inputs(ins)
             if all_const:
                 f.build_const.update(outs)
@@ -125,7 +170,7 @@ class ShapeWalk:
                 if contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
             shapes[v] = mine if base is None else merge(mine, base)
-        if op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
+        if values and op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
             self._shape_value(node, outs[0])
 
     def _constant_inputs(self, ins: list[Value | None]) -> tuple[bool, bool]:
@@ -175,7 +220,8 @@ class ShapeWalk:
     # helpers for handlers
     def event(self, kind: str, node: Node, a: Poly, b: Poly, va: Value | None, vb: Value | None,
               axis: int | None) -> None:
-        self.f.events.append(Event(kind, node, a, b, va, vb, axis))
+        # an IR layer's ONNX twin (.openvino.OvView) records its events on the layer
+        self.f.events.append(Event(kind, getattr(node, "origin", node), a, b, va, vb, axis))
 
     def agree(self, node: Node, a: SDim, b: SDim, va: Value | None, vb: Value | None, axis: int | None,
               broadcast: bool) -> SDim:

@@ -62,6 +62,17 @@ def _rotary(node: Node, p: ShapePass) -> list[SShape]:
     return [x]
 
 
+@handles("ScaledDotProductAttention")
+def _sdpa(node: Node, p: ShapePass) -> list[SShape]:
+    """OpenVINO's ScaledDotProductAttention-13 (IR only): query [N..., L, E], value [N..., S, Ev]
+    -> [N..., L, Ev]. Only where query and value have the same batch dims (else they broadcast,
+    which this leaves to the ports)."""
+    q, v = p.shape(node.input(0)), p.shape(node.input(2))
+    if q is None or v is None or len(q) < 2 or len(q) != len(v) or q[:-2] != v[:-2]:
+        return [None]
+    return [(*q[:-1], v[-1])]
+
+
 @handles("Attention")
 def _attention(node: Node, p: ShapePass) -> list[SShape]:
     s, w = p.shape(node.input(0)), p.shape(node.input(1))

@@ -63,15 +63,19 @@ def _reduce(node: Node, p: ShapePass) -> list[SShape]:
 
 
 
-@handles("Conv", "MaxPool", "AveragePool", "LpPool")
+@handles("Conv", "MaxPool", "AveragePool", "LpPool", "GroupConvolution")
 def _conv(node: Node, p: ShapePass) -> list[SShape]:
+    """ONNX Conv and pools; OpenVINO's GroupConvolution-1 (IR only) is a Conv whose filters are
+    [groups, C_out/groups, C_in/groups, kernel...]."""
     s = p.shape(node.input(0))
     if s is None or len(s) < 3:
         return [None]
-    if node.op_type == "Conv":
+    if node.op_type in ("Conv", "GroupConvolution"):
         w = p.shape(node.input(1))
         if w is None:
             return [None]
+        if node.op_type == "GroupConvolution":  # as Conv's [C_out, C_in/groups, kernel...]
+            w = (None if w[0] is None or w[1] is None else w[0] * w[1], *w[2:])
         kernel, cout = list(w[2:]), w[0]
     else:
         kernel, cout = [Poly.const(k) for k in node.attr("kernel_shape", [])], s[1]
