@@ -9,7 +9,7 @@ from graphlint_rules._validity import TABLE, for_op
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.shapes.openvino import spec_url
-from graphlint.analysis.symbolic import Poly
+from graphlint.analysis.symbolic import Poly, cancel
 from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
 from graphlint.target import Target
@@ -100,6 +100,7 @@ class ConstantShapePinsDynamicDim(Rule):
         facts: ShapeFacts = ctx.analysis("shapes")
         seen: set[tuple[str, str]] = set()
         seen_contracts: set[tuple[str, str]] = set()
+        pinned_by: dict[str, int] = {}  # symbol -> the value an earlier finding pins it to
         # IR Parameters whose every dim is -1: the converter's default, not a choice of dims
         rank_only = {v.name for v in ctx.model.graph.inputs
                      if v.shape and all(d is None for d in v.shape)} if ctx.model.dialect == OPENVINO else set()
@@ -118,7 +119,8 @@ class ConstantShapePinsDynamicDim(Rule):
                 continue
             if e.kind not in ("reshape", "pinned"):
                 continue
-            sym_side, const_side = (e.a, e.b) if not e.a.is_const else (e.b, e.a)
+            a, b = cancel(e.a, e.b) if e.kind == "reshape" else (e.a, e.b)  # [seq, batch, D] to [seq, 1, D]
+            sym_side, const_side = (a, b) if not a.is_const else (b, a)
             if not input_symbols(facts, sym_side) or not const_side.is_const:
                 continue
             key = (e.node.label, str(sym_side))
@@ -129,7 +131,10 @@ class ConstantShapePinsDynamicDim(Rule):
             sol = solve(sym_side, const_side)
             if e.kind == "reshape":
                 syms = ", ".join(describe_dim(facts, Poly.sym(x)) for x in sorted(sym_side.symbols))
-                what = f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
+                whole_a, whole_b = (e.a, e.b) if not e.a.is_const else (e.b, e.a)
+                what = (f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
+                        if whole_b.is_const else
+                        f"reshapes {whole_a} elements ({syms}) to a shape of {whole_b} elements")
             else:
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
             # A non-constant expression of the input dims equals a constant only at some of their
@@ -150,6 +155,10 @@ class ConstantShapePinsDynamicDim(Rule):
                 tail = tail.replace("the node fails at run time for the other values the inputs declare legal",
                                     "the layer fails or returns a wrong result at the other values the IR's -1 "
                                     "declares legal")
+            if e.kind == "reshape" and sol is not None and sol[1] is not None:
+                if sol[0] not in e.a.symbols and pinned_by.get(sol[0]) == sol[1]:
+                    continue  # the data lost the dim to an earlier pin (its shape says 1): reported there
+                pinned_by.setdefault(sol[0], sol[1])
             severity, note = self.severity, ""
             if ir and any(i in rank_only for i, _ in facts.inputs_of(sym_side.symbols)):
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])

@@ -53,9 +53,10 @@ PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0
 # (docs/conformance.md, "Remaining disagreements"). The recall bars are held on the rest; each stays
 # asserted to be a miss, so catching it asks for its entry to go.
 KNOWN_MISSES = {
-    "wheel_khmersm": "torch.export specialized the declared-dynamic batch to 1; the exporter's intermediate "
-                     "value_info says 1 and graphlint's shape pass takes it, so the Reshape that pins it shows "
-                     "no contradiction",
+    "wheel_khmersm@ir": "the IR of torch.export's batch specialization: OpenVINO's converter turned the Reshape "
+                        "that pins the batch into one whose -1 folds the batch into the sequence axis (a GL3003 "
+                        "warning, since a fold is not a failure by itself), and IR dims carry no names, so the "
+                        "walk cannot tell that x[0] and mask[0] are the same batch",
 }
 
 
@@ -210,7 +211,7 @@ def test_error_precision_and_recall(metric, target):
 
 def _bar_rows(target: str) -> tuple[dict, ...]:
     """The rows a recall bar is held on: all but KNOWN_MISSES, each checked to be a miss still."""
-    known = [r for r in rows() if r["id"].split("@")[0] in KNOWN_MISSES and target in r["graphlint"]]
+    known = [r for r in rows() if r["id"] in KNOWN_MISSES and target in r["graphlint"]]
     for r in known:
         assert not (_positive(r, target) and r["graphlint"][target]["errors"]), (
             f"{r['id']} is caught on {target} now: drop it from KNOWN_MISSES")

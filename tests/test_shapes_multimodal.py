@@ -344,3 +344,47 @@ def test_position_table_pins_the_patch_grid_of_a_dynamic_image(tmp_path):
     onnx.save(m, unnamed)
     (w,) = lint(unnamed, "ort", "GL3003")
     assert w.severity.label == "warning" and w.properties["unknown"] == ["value"] and "unknown" in w.message
+
+
+def test_declared_number_where_a_dynamic_dim_flows_does_not_hide_the_pin(tmp_path):
+    """torch.export's value_info can keep the batch it specialized to (1) while the input still
+    says ``batch`` (held-out khmersm): the walk computes past the declared 1, so the Reshape whose
+    target bakes it in is found, and ONNX Runtime fails there at batch 2."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    d = 4
+    nodes = [
+        helper.make_node("Gather", ["emb", "x"], ["e"]),  # [batch, seq, d]
+        helper.make_node("Add", ["e", "pos"], ["a"]),  # declared [1, seq, d] below
+        helper.make_node("Transpose", ["a"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("Shape", ["x"], ["seq"], start=1, end=2),
+        helper.make_node("Concat", ["seq", "one_d"], ["target"], axis=0),
+        helper.make_node("Reshape", ["t", "target"], ["y"]),  # [seq, 1, d]: the batch baked in
+    ]
+    inits = [helper.make_tensor("emb", TensorProto.FLOAT, [10, d], [0.1] * 10 * d),
+             helper.make_tensor("pos", TensorProto.FLOAT, [1, 1, d], [0.5] * d),
+             helper.make_tensor("one_d", TensorProto.INT64, [2], [1, d])]
+    declared = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, "seq", d]),
+                helper.make_tensor_value_info("t", TensorProto.FLOAT, ["seq", 1, d])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, ["batch", "seq"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 1, d])], inits,
+                              value_info=declared)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    bad = str(tmp_path / "specialized.onnx")
+    onnx.save(model, bad)
+    (f,) = lint(bad, "ort", "GL3003")
+    assert f.severity.label == "error" and f.properties["pinned_value"] == 1 and f.properties["symbol"] == "4*batch"
+    sess = _session(bad)
+    assert sess.run(None, {"x": np.zeros((1, 3), np.int64)})[0].shape == (3, 1, d)
+    # at batch 2 the Reshape fails as written; ORT's graph optimizations trust the declared shapes
+    # and run it with the batch folded into the sequence axis instead: a wrong result, not an error
+    assert sess.run(None, {"x": np.zeros((2, 3), np.int64)})[0].shape == (6, 1, d)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(bad, opts, providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=r"(?i)reshape"):
+        plain.run(None, {"x": np.zeros((2, 3), np.int64)})
+    del model.graph.value_info[:]  # without the declared 1 the pin was always visible: same finding
+    onnx.save(model, bad)
+    assert [g.properties["pinned_value"] for g in lint(bad, "ort", "GL3003")] == [1]

@@ -156,6 +156,23 @@ class Poly:
     __repr__ = __str__
 
 
+def cancel(a: Poly, b: Poly) -> tuple[Poly, Poly]:
+    """Two single-term polys divided by the symbols they share: ``seq*batch*576`` against
+    ``seq*576`` gives ``576*batch`` against ``576``, whose equality says batch = 1."""
+    if len(a.terms) != 1 or len(b.terms) != 1:
+        return a, b
+    rest = list(b.terms[0][0])
+    common = []
+    for s in a.terms[0][0]:
+        if s in rest:
+            rest.remove(s)
+            common.append(s)
+    if not common:
+        return a, b
+    d = Poly._raw(((tuple(common), 1),))  # sorted: a subsequence of a's sorted symbols
+    return a.div_exact(d) or a, b.div_exact(d) or b
+
+
 @functools.lru_cache(maxsize=8192)
 def _const(c: int) -> Poly:
     return Poly._raw((((), c),) if c else ())

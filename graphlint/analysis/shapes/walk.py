@@ -52,6 +52,9 @@ class ShapeWalk:
         self._converted: dict[tuple, SShape] = {}  # IR shape -> polys (shapes repeat a lot)
         self.shape = self.f.shape  # handlers ask for input shapes all the time: one call, not two
         self.ir = model.dialect == OPENVINO  # IR layers run as their ONNX twins (.openvino)
+        # values whose computed dims carry a dynamic input dim where the file declares a number
+        # (an exporter's trace-time value_info): their readers are computed, not taken as declared
+        self.overruled: set[Value] = set()
 
     def base(self, v: Value) -> SShape:
         """The value's IR shape as polys (symbols bound when evaluating)."""
@@ -153,7 +156,7 @@ class ShapeWalk:
         handler = HANDLERS.get(op) if node.domain in HANDLED_DOMAINS else None
         bases = [self.base(v) for v in outs]
         if handler is not None and op not in CHECKED and len(outs) == 1 and bases[0] is not None \
-                and None not in bases[0]:
+                and None not in bases[0] and not (self.overruled and any(v in self.overruled for v in ins)):
             handler = None  # inference already knows it and the op constrains nothing: skip the work
         results: list[SShape] = []
         if handler is not None:
@@ -170,6 +173,8 @@ class ShapeWalk:
                 if contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
             shapes[v] = mine if base is None else merge(mine, base)
+            if mine is not None and base is not None and _overrules(mine, base):
+                self.overruled.add(v)
         if values and op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
             self._shape_value(node, outs[0])
 
@@ -245,6 +250,14 @@ class ShapeWalk:
             return a if a.is_const else b
         self.event("mismatch", node, a, b, va, vb, axis)
         return a
+
+
+def _overrules(mine: SShape, base: SShape) -> bool:
+    """The walk computes a symbol where the file declares a number (torch.export's value_info
+    keeps the batch it specialized to while the input still says ``batch``)."""
+    return len(mine) == len(base) and any(  # type: ignore[arg-type]
+        m is not None and b is not None and b.is_const and not m.is_const and m.symbols
+        for m, b in zip(mine, base, strict=True))  # type: ignore[arg-type]
 
 
 def _maybe_shape_value(v: Value, shape: SShape) -> bool:
