@@ -46,8 +46,11 @@ class ConstantShapePinsDynamicDim(Rule):
     input's when a declared dynamic dim changes (e.g. input `[batch, 32]` reshaped to the
     constant `[2, 32]`), and ops that force a dynamic dim to agree with a constant one
     (adding a `[7, 32]` constant to `[seq, 32]`, or a position table of 17 rows to the patch
-    count a strided Conv makes of `[height, width]`). The finding says which value the dim is
-    pinned to. An error on named dims: the input declares them dynamic, and at their other
+    count a strided Conv makes of `[height, width]`). Dims are computed from the inputs, not
+    taken from the exporter's intermediate shapes where those say a number for a dynamic dim
+    (torch.export can record the batch it specialized to), and a Reshape whose sides share
+    symbols is solved for the rest (`seq*batch*576` to `seq*576`: batch = 1). The finding says
+    which value the dim is pinned to; a later Reshape that only inherits the pin is not repeated. An error on named dims: the input declares them dynamic, and at their other
     values the node fails. A warning when the dims are unnamed (exporters leave dims they were
     not told about unnamed, so whether other values are meant is unknown), for shape rules the
     target itself does not hold (RotaryEmbedding caches on OpenVINO, `rules/data/validity.toml`),
