@@ -30,7 +30,8 @@ class ResizeCoordinateDrift(Rule):
       `asymmetric`, `align_corners` (not `tf_crop_and_resize`, not `half_pixel_symmetric` of
       opset 19), modes `nearest`/`linear` (not `cubic`), `keep_aspect_ratio_policy` `stretch`
       and no `antialias` (both opset 18); OpenVINO 2026.4 refuses `half_pixel_symmetric` and
-      `tf_crop_and_resize` (checked by converting each mode).
+      `tf_crop_and_resize` (checked by converting each mode). A value the target's support
+      table already rejects is GL1004's error alone, unless this rule has a rewrite for it.
 
     ## Why it matters
     A half-pixel shift produces no error: segmentation masks and detection boxes move and
@@ -55,6 +56,7 @@ class ResizeCoordinateDrift(Rule):
     id = ID
     name = "resize-coordinate-drift"
     severity = Severity.WARNING
+    requires = ("support",)
     op_types = frozenset({"Resize"})
     fixable = True
     source = f"{D.SOURCE} (Resize facts); ONNX Changelog Resize-10/11/13/18/19; TensorRT operators.md"
@@ -129,6 +131,8 @@ class ResizeCoordinateDrift(Rule):
             rw = None
             if key == "coordinate_transformation_mode" and value == "half_pixel_symmetric":
                 rw = D.fact_rewrite(f, node, mode="half_pixel")  # differs only when sizes do not divide
+            elif _rejected_by_table(ctx, node, key):
+                continue
             severity, extra = D.judged(f, ctx.target, Severity.ERROR)
             yield ctx.finding(
                 node,
@@ -136,6 +140,13 @@ class ResizeCoordinateDrift(Rule):
                 f"(accepted: {', '.join(map(str, allowed))}).",
                 rewrite=rw, severity=severity, **D.props(f, attribute=key, attr_value=value), **extra,
             )
+
+
+def _rejected_by_table(ctx: RuleContext, node: Node, key: str) -> bool:
+    """The target's support table already rejects this attribute value (GL1004 reports it, with
+    the table's citation): one error per cause."""
+    issues = ctx.analysis("support").issues.get(node, ())
+    return any(i.rejects and i.constraint == f"attr:{key}" for i in issues)
 
 
 def _version(opset: int) -> int:
