@@ -83,6 +83,17 @@ def registered(name: str) -> Spec:
     return spec
 
 
+def required(names: Iterable[str]) -> set[str]:
+    """The analyses ``names`` need, themselves included (what they declare in ``requires``, transitively)."""
+    todo, seen = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(registered(name).requires)
+    return seen
+
+
 def _load_builtin() -> None:
     global _loaded
     if not _loaded:
