@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
@@ -330,15 +330,28 @@ def freeze(model: Model) -> None:
     milliseconds for a 100k-node model where a checking ``__setattr__`` would slow every write
     while building. Lists and dicts inside stay Python's own; tests/test_ir_frozen.py checks
     that nothing changes them."""
-    for body in (model.graph, *model.functions.values()):
+    bodies = (model.graph, *model.functions.values())
+    freeze_structure(bodies)
+    for body in bodies:
         for g in body.graphs():
-            g.__class__ = _frozen(type(g))
             for node in g.nodes:
-                node.__class__ = _frozen(type(node))
                 for v in node.outputs:
                     _freeze_value(v)
             for v in g.values.values():
                 _freeze_value(v)
+
+
+def freeze_structure(bodies: Iterable[Graph]) -> None:
+    """Freeze the graphs and nodes of ``bodies`` (their subgraphs included), not yet the values:
+    the ONNX loader does this before the values get their types, so that what it computes from
+    the structure meanwhile reads nothing that can change (see :func:`freeze`)."""
+    for body in bodies:
+        for g in body.graphs():
+            if type(g).__setattr__ is _refuse:
+                continue
+            g.__class__ = _frozen(type(g))
+            for node in g.nodes:
+                node.__class__ = _frozen(type(node))
 
 
 def _freeze_value(v: Value) -> None:

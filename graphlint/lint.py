@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphlint import registry, workers
-from graphlint.analysis import Analyses, origins
+from graphlint.analysis import Analyses, origins, partition, required
 from graphlint.engine import LintResult, run_rules
 from graphlint.errors import GraphlintError, InputError
 from graphlint.ir import gc_paused
@@ -101,7 +101,7 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
     """Every target's result for one model (``child``: a big file's inference may run in a child)."""
     with gc_paused():
         t0 = time.perf_counter()
-        model, background = load_with_background(path, child=child)
+        model, background = load_with_background(path, child=child, meanwhile=_structure_work(rules))
         analyses = Analyses(model, background)
         try:
             for target in targets:
@@ -121,6 +121,14 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
             return results
         finally:
             analyses.close()  # e.g. onnx.checker's child when GL0001 was not selected
+
+
+def _structure_work(rules: list[type[Rule]]) -> dict[str, Callable[[Any], Any]]:
+    """What the loader computes from the main graph's structure while its child infers the types:
+    the graph's connected components, when a rule needs them (the partition, if every node is
+    supported)."""
+    wanted = required(name for rule in rules for name in rule.requires)
+    return {"components": partition.components} if "components" in wanted else {}
 
 
 def attach_origins(analyses: Analyses, results: list[LintResult], source_root: str) -> None:

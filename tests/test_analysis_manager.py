@@ -118,3 +118,33 @@ def test_rules_share_the_model_s_manager_across_targets(model):
         assert [f.message for f in res.findings] == [repr((spec, len(model.graph.nodes)))]
         assert res.stats["test_nodes"] == len(model.graph.nodes)
     assert [c for c in CALLS if c[0] == "per_model"] == [("per_model", None)]
+
+
+def test_required_is_the_transitive_closure_and_tolerates_unknown_names():
+    """What graphlint.lint asks the loader to compute early is chosen from this closure; a rule
+    pack's misspelt requirement must leave that rule to fail alone (GL9002), not the run."""
+    assert analysis.required(["test_per_target"]) == {"test_per_target", "test_per_model"}
+    assert analysis.required(["test_cycle_a"]) == {"test_cycle_a", "test_cycle_b"}
+    assert analysis.required(["no_such_analysis"]) == {"no_such_analysis"}
+    assert "components" in analysis.required(["partition"])
+    assert "components" not in analysis.required(["shapes", "support"])
+
+
+class _Misspelt(_Reads):
+    """Declares an analysis nobody registered (so its check never runs)."""
+
+    id = "GL9905"
+    name = "misspelt-requirement"
+    requires = ("no_such_analysis",)
+
+
+def test_a_rule_requiring_an_unknown_analysis_fails_alone(model):
+    """lint_model picks the loader's early work from the rules' requirements: an unknown name
+    there must not end the run, only that rule (GL9002), while the partition still runs."""
+    from graphlint.lint import LintOptions, lint_model
+    from graphlint.registry import load_rules
+
+    partition = [r for r in load_rules() if r.id == "GL1010"]
+    res, = lint_model(model.path, [resolve("trt")], [_Misspelt, *partition], LintOptions())
+    assert [(f.rule_id, f.properties.get("crashed_rule")) for f in res.findings] == [("GL9002", "GL9905")]
+    assert res.stats["partition"]["islands"] >= 1

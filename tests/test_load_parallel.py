@@ -233,3 +233,60 @@ def test_children_results_for_another_file_version_are_redone(tmp_path, monkeypa
     assert [(i.kind, i.message) for i in forked.issues] == [(i.kind, i.message) for i in serial.issues]
     assert background["onnx_checker"].result() == inference.check(forked.proto)
     assert not procs._LIVE
+
+
+def _two_chains(path: str) -> str:
+    """Two unconnected chains (two components; Relu/Neg both supported) and a Loop."""
+    nodes = [helper.make_node("Relu", ["a"], ["a1"], name="ra"), helper.make_node("Neg", ["a1"], ["ya"], name="na"),
+             helper.make_node("Relu", ["b"], ["b1"], name="rb"), helper.make_node("Neg", ["b1"], ["yb"], name="nb")]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in ("a", "b", "ya", "yb")]
+    graph = helper.make_graph(nodes, "g", vi[:2], vi[2:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_structure_work_runs_on_the_frozen_structure_while_the_child_infers(tmp_path, monkeypatch, request):
+    """What the loader computes while it waits for the child's types (``meanwhile``) sees the
+    graph and nodes already read-only and gives what the analysis computes on the loaded model."""
+    if rerun_unthreaded(request):
+        return
+    from graphlint.analysis.partition import components
+
+    path = _two_chains(str(tmp_path / "chains.onnx"))
+    monkeypatch.setattr(inference, "FORK_MIN_BYTES", 0)
+    seen = {}
+
+    def probe(main):
+        for obj, attr in ((main, "name"), (main.nodes[0], "name")):
+            with pytest.raises(AttributeError, match="read-only"):
+                setattr(obj, attr, "x")
+        seen["nodes"] = len(main.nodes)
+        return components(main)
+
+    model, background = load_with_background(path, meanwhile={"components": probe})
+    background["onnx_checker"].cancel()
+    early = background["components"].result()
+    assert seen == {"nodes": 4}
+    assert [[n.name for n in c] for c in early] == [["ra", "na"], ["rb", "nb"]]
+    assert [list(map(id, c)) for c in early] == [list(map(id, c)) for c in components(model.graph)]
+    _, none = load_with_background(path, child=False, meanwhile={"components": probe})
+    assert not none  # without a child nothing runs early: the analysis computes it
+
+
+def test_partition_stats_identical_with_structure_work(tmp_path, monkeypatch, request):
+    """The partition summary (islands of an all-supported graph are its components) and findings
+    are the same whether the loader computed the components or the analysis did."""
+    if rerun_unthreaded(request):
+        return
+    path = _two_chains(str(tmp_path / "chains.onnx"))
+
+    def outcome() -> tuple:
+        run = lint_paths([path], LintOptions(targets=["trt", "ort"]))
+        return [r.stats.get("partition") for r in run.results], [(f.rule_id, f.message) for f in run.findings()]
+
+    serial = outcome()
+    monkeypatch.setattr(inference, "FORK_MIN_BYTES", 0)
+    assert outcome() == serial
+    assert serial[0][0]["islands"] == 2

@@ -83,6 +83,20 @@ def registered(name: str) -> Spec:
     return spec
 
 
+def required(names: Iterable[str]) -> set[str]:
+    """The analyses ``names`` need, themselves included (what they declare in ``requires``,
+    transitively). A name nobody registered is left for the rule that asks to fail on (GL9002)."""
+    _load_builtin()
+    todo, seen = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            spec = _REGISTRY.get(name)
+            todo.extend(spec.requires if spec is not None else ())
+    return seen
+
+
 def _load_builtin() -> None:
     global _loaded
     if not _loaded:

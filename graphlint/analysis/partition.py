@@ -89,9 +89,12 @@ def components(graph: Graph, ok: list[bool] | None = None) -> list[list[Node]]:
 
 
 @analysis("components", per_target=False)
-def main_components(model: Model, target: None) -> list[list[Node]]:
-    """The main graph's connected components: the partition of every target that takes every node."""
-    return components(model.graph)
+def main_components(ctx: AnalysisContext) -> list[list[Node]]:
+    """The main graph's connected components: the partition of every target that takes every node.
+    They depend on the structure alone, so the ONNX loader computes them while its child infers
+    the types, when a rule needs them (graphlint.lint: ``meanwhile``)."""
+    early = ctx.background("components")
+    return early if early is not None else components(ctx.model.graph)
 
 
 @analysis("partition", requires=("support", "components"))

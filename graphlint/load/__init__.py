@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphlint.errors import InputError
 from graphlint.ir import Model, freeze
 from graphlint.load.files import os_problem
+
+if TYPE_CHECKING:
+    from graphlint.load.onnx_loader import StructureWork
 
 SUFFIXES = {".onnx": "onnx", ".xml": "openvino"}
 
@@ -18,10 +21,13 @@ def load_model(path: str) -> Model:
     return load_with_background(path, child=False)[0]
 
 
-def load_with_background(path: str, *, child: bool = True) -> tuple[Model, dict[str, Any]]:
+def load_with_background(path: str, *, child: bool = True,
+                         meanwhile: StructureWork | None = None) -> tuple[Model, dict[str, Any]]:
     """:func:`load_model`, and the results a child process still computes for the model
     (``"onnx_checker"``: onnx.checker's verdict; an object with ``result()`` and ``cancel()``).
-    With ``child``, a big ONNX file's shape inference and checker run in a forked child."""
+    With ``child``, a big ONNX file's shape inference and checker run in a forked child, and
+    the work in ``meanwhile`` on the main graph's structure while the parent waits for the
+    types (its results in the background too: graphlint.load.onnx_loader.load_with_background)."""
     try:
         st = os.stat(path)
     except (OSError, ValueError) as e:  # also ENOTDIR, ELOOP, ENAMETOOLONG, NUL in path
@@ -35,7 +41,7 @@ def load_with_background(path: str, *, child: bool = True) -> tuple[Model, dict[
     if kind == "onnx":
         from graphlint.load import onnx_loader
 
-        model, background = onnx_loader.load_with_background(path, child=child)
+        model, background = onnx_loader.load_with_background(path, child=child, meanwhile=meanwhile)
     elif kind == "openvino":
         from graphlint.load import openvino_loader
 

@@ -10,6 +10,8 @@ complete; onnx.checker's verdict may still be on its way from the child (``backg
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import onnx
@@ -18,7 +20,7 @@ from google.protobuf.message import DecodeError
 
 from graphlint import procs
 from graphlint.errors import InputError
-from graphlint.ir import ONNX, LoadIssue, Model
+from graphlint.ir import ONNX, Graph, LoadIssue, Model, freeze_structure
 from graphlint.load import inference
 from graphlint.load.files import os_problem
 from graphlint.load.onnx_build import Builder
@@ -62,26 +64,38 @@ def load(path: str) -> Model:
     return model
 
 
-def load_with_background(path: str, *, child: bool = True) -> tuple[Model, dict[str, Any]]:
+# Work on the main graph's structure (nodes and the tensors between them, no types), by the
+# name its result goes under in ``background``: see load_with_background.
+StructureWork = Mapping[str, Callable[[Graph], Any]]
+
+
+def load_with_background(path: str, *, child: bool = True,
+                         meanwhile: StructureWork | None = None) -> tuple[Model, dict[str, Any]]:
     """The complete model at ``path``, and the results still computed in the child for it
-    (``{"onnx_checker": ...}`` when one was forked: see graphlint.load.inference)."""
+    (``{"onnx_checker": ...}`` when one was forked: see graphlint.load.inference).
+
+    ``meanwhile``: functions of the main graph's structure alone, run while the child infers
+    the types (the parent would wait idle), after the graphs and nodes are frozen; their
+    results go in ``background`` under their names. Without a child they are not run."""
     started = inference.start(path) if child else None
+    early: dict[str, Any] = {}
     try:
-        model, key = _load(path, started)
+        model, key = _load(path, started, meanwhile or {}, early)
     except BaseException:
         if started is not None:
             started.child.cancel()
         raise
     if started is None:
         return model, {}
-    return model, {"onnx_checker": inference.CheckerVerdict(started, key, model.proto)}
+    return model, {**early, "onnx_checker": inference.CheckerVerdict(started, key, model.proto)}
 
 
 class _NotUtf8(Exception):
     """Some string of the model is not UTF-8: load it again with its strings decoded."""
 
 
-def _load(path: str, started: inference.Started | None) -> tuple[Model, inference.FileKey | None]:
+def _load(path: str, started: inference.Started | None, meanwhile: StructureWork,
+          early: dict[str, Any]) -> tuple[Model, inference.FileKey | None]:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     data, key = read(path)
@@ -92,19 +106,22 @@ def _load(path: str, started: inference.Started | None) -> tuple[Model, inferenc
     inferred = inference.infer_types(data) if started is None else None
     del data
     try:
-        model = _build(path, proto, inferred, started, key, timings)
+        model = _build(path, proto, inferred, started, key, timings, meanwhile, early)
     except _NotUtf8:
+        early.clear()
         _decode_strings(proto)
         key = None  # the child's answer was about the file's bytes, not these
-        model = _build(path, proto, inference.infer_types(proto.SerializeToString()), None, key, timings)
+        model = _build(path, proto, inference.infer_types(proto.SerializeToString()), None, key, timings, {}, early)
         model.issues.append(LoadIssue("invalid-utf8", "some names or strings in the model are not valid UTF-8 "
                                                       "(shown with replacement characters)"))
-    timings["build IR and types"] = time.perf_counter() - t0 - t1 - timings.get("wait for shape inference", 0.0)
+    timings["build IR and types"] = (time.perf_counter() - t0 - t1 - timings.get("wait for shape inference", 0.0)
+                                     - timings.get("structure work while inference runs", 0.0))
     return model, key
 
 
 def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | None, started: inference.Started | None,
-           key: inference.FileKey | None, timings: dict[str, float]) -> Model:
+           key: inference.FileKey | None, timings: dict[str, float], meanwhile: StructureWork,
+           early: dict[str, Any]) -> Model:
     issues: list[LoadIssue] = []
     declared = {vi.name: dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
     builder = Builder(path, proto, issues)
@@ -114,6 +131,13 @@ def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | Non
         raise _NotUtf8 from None
     if inferred is None:
         assert started is not None
+        if meanwhile:
+            t = time.perf_counter()
+            freeze_structure((main, *functions.values()))
+            for name, work in meanwhile.items():
+                early[name] = done = Future()
+                done.set_result(work(main))
+            timings["structure work while inference runs"] = time.perf_counter() - t
         t = time.perf_counter()
         result = inference.joined(started.inference, key)
         # redo in-process what the child could not finish

@@ -21,7 +21,6 @@ from graphlint import dtypes
 GRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _DEFAULT_DOMAIN = frozenset({"", "ai.onnx"})
 _OP_AND_DOMAIN = attrgetter("op_type", "domain")
-_NAME, _TYPE = attrgetter("name"), attrgetter("type")
 _SERIALIZE = methodcaller("SerializeToString")
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
@@ -92,15 +91,18 @@ def decode_types(model: onnx.ModelProto) -> Types:
     index: dict[bytes, int] = {}
     graphs = []
     for gp in graph_protos(model):
-        infos = (*gp.value_info, *gp.input, *gp.output)
-        # The serialized TypeProto keys the table: each distinct type is decoded once.
-        keys = list(map(_SERIALIZE, map(_TYPE, infos)))
-        ids = []
-        for key in keys:
-            i = index.get(key)
-            if i is None:
-                i = index[key] = len(table)
-                table.append(dims(onnx.TypeProto.FromString(key)))
-            ids.append(i)
-        graphs.append((list(map(_NAME, infos)), ids))
+        names: list[str] = []
+        ids: list[int] = []
+        # One pass over each value's wrapper (the child's share of the critical path: about
+        # 1.5 µs a value). The serialized TypeProto keys the table: each distinct type is decoded once.
+        for infos in (gp.value_info, gp.input, gp.output):
+            for vi in infos:
+                key = vi.type.SerializeToString()
+                i = index.get(key)
+                if i is None:
+                    i = index[key] = len(table)
+                    table.append(dims(onnx.TypeProto.FromString(key)))
+                ids.append(i)
+                names.append(vi.name)
+        graphs.append((names, ids))
     return Types(graphs, table, list(map(_SERIALIZE, model.graph.output)))
