@@ -173,7 +173,7 @@ class ShapeWalk:
                 if contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
             shapes[v] = mine if base is None else merge(mine, base)
-            if mine is not None and base is not None and _overrules(mine, base):
+            if mine is not None and base is not None and mine != base and _overrules(mine, base):
                 self.overruled.add(v)
         if values and op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
             self._shape_value(node, outs[0])
