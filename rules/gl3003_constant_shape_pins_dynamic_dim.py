@@ -145,8 +145,10 @@ class ConstantShapePinsDynamicDim(Rule):
             ir = n.dialect == OPENVINO
             contract = C.props(C.document_basis(spec_url(n.op_type) if ir else C.onnx_operator(n.op_type)))
             if sol is None:
-                tail = (f"it holds only where {sym_side} = {const_side}, so the node fails at run time for the other "
-                        "values the inputs declare legal")
+                # OpenVINO need not raise: the corpus IRs return an empty tensor instead
+                fails = ("the layer fails or returns a wrong result at the other values the IR's -1 declares legal"
+                         if ir else "the node fails at run time for the other values the inputs declare legal")
+                tail = f"it holds only where {sym_side} = {const_side}, so {fails}"
                 pinned = None
             elif sol[1] is None:
                 tail = f"no value of '{sol[0]}' satisfies that, so the node can never run"
@@ -154,10 +156,6 @@ class ConstantShapePinsDynamicDim(Rule):
             else:
                 tail = f"so the model only runs with '{sol[0]}' = {sol[1]} although the input declares it dynamic"
                 pinned = sol[1]
-            if ir:  # OpenVINO need not raise: the corpus IRs return an empty tensor instead
-                tail = tail.replace("the node fails at run time for the other values the inputs declare legal",
-                                    "the layer fails or returns a wrong result at the other values the IR's -1 "
-                                    "declares legal")
             if e.kind == "reshape" and sol is not None and sol[1] is not None:
                 if sol[0] not in e.a.symbols and pinned_by.get(sol[0]) == sol[1]:
                     continue  # the data lost the dim to an earlier pin (its shape says 1): reported there
