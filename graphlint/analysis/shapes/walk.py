@@ -121,8 +121,7 @@ class ShapeWalk:
         outs = node.outputs
         if op != "Const":
             spec = OV_AS_ONNX.get(op)
-            if spec is not None and not (op in _PLAIN and self._static(outs)
-                                         and not (spec.fold and self._constant_inputs(node.inputs)[1])):
+            if spec is not None and not self._ports_suffice(node, spec.fold):
                 twin = view(node, spec, self.f)
                 if twin is not None:
                     self.visit(twin, spec.fold)
@@ -130,6 +129,12 @@ class ShapeWalk:
         shapes = self.f.shapes
         for v in outs:
             shapes[v] = self.base(v)
+
+    def _ports_suffice(self, node: Node, folds: bool) -> bool:
+        """The twin would add nothing: it records no events and carries no shape values, every
+        output dim is a number on the ports, and it has no constant inputs to fold."""
+        return (node.op_type in _PLAIN and self._static(node.outputs)
+                and not (folds and self._constant_inputs(node.inputs)[1]))
 
     def _static(self, outs: list[Value]) -> bool:
         for v in outs:
