@@ -7,15 +7,11 @@ from collections.abc import Iterator
 from graphlint_rules import _contract as C
 from graphlint_rules import _drift as D
 
-from graphlint.analysis.shapes.facts import is_placeholder
+from graphlint.analysis.shapes import is_placeholder, shape_text
 from graphlint.ir import Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
 
 ID = "GL2003"
-
-
-def _dims(dims: list) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 class SoftmaxFlattenSemantics(Rule):
@@ -96,7 +92,7 @@ class SoftmaxFlattenSemantics(Rule):
         if any(v is None for v in trailing):  # a dim after axis may be 1 everywhere, and then both meanings agree
             severity, extra = min(severity, Severity.WARNING), {**C.props(unknown=["shape"]), **(
                 {"verdict": extra["verdict"]} if "verdict" in extra else {})}
-            msg += f", unless every dim after axis {axis} is 1 (not all are known: {_dims(trailing)})."
+            msg += f", unless every dim after axis {axis} is 1 (not all are known: {shape_text(trailing)})."
         else:
             msg += (f", and {ctx.target.title} already computes the per-axis result (it differs from the spec and "
                     "from onnxruntime)." if extra.get("verdict") == C.WRONG else ".")
