@@ -26,6 +26,11 @@ def solve(lhs: Poly, rhs: Poly) -> tuple[str, int | None] | None:
     return mono[0], (n // coef if coef and n % coef == 0 and n // coef > 0 else None)
 
 
+def _symbolic_first(a: Poly, b: Poly) -> tuple[Poly, Poly]:
+    """The two sides of an event, the one that is not a constant first."""
+    return (a, b) if not a.is_const else (b, a)
+
+
 def _engine_contract(entry: dict, target: Target) -> tuple[Severity, dict, str]:
     """Severity, contract properties and note for a shape rule the table records per engine."""
     verdict = entry["verdict"].get(target.name)
@@ -123,7 +128,7 @@ class ConstantShapePinsDynamicDim(Rule):
             if e.kind not in ("reshape", "pinned"):
                 continue
             a, b = cancel(e.a, e.b) if e.kind == "reshape" else (e.a, e.b)  # [seq, batch, D] to [seq, 1, D]
-            sym_side, const_side = (a, b) if not a.is_const else (b, a)
+            sym_side, const_side = _symbolic_first(a, b)
             if not input_symbols(facts, sym_side) or not const_side.is_const:
                 continue
             key = (e.node.label, str(sym_side))
@@ -134,10 +139,10 @@ class ConstantShapePinsDynamicDim(Rule):
             sol = solve(sym_side, const_side)
             if e.kind == "reshape":
                 syms = ", ".join(describe_dim(facts, Poly.sym(x)) for x in sorted(sym_side.symbols))
-                whole_a, whole_b = (e.a, e.b) if not e.a.is_const else (e.b, e.a)
+                whole_sym, whole_other = _symbolic_first(e.a, e.b)  # before cancelling shared symbols
                 what = (f"reshapes {sym_side} elements ({syms}) to a constant shape of {const_side} elements"
-                        if whole_b.is_const else
-                        f"reshapes {whole_a} elements ({syms}) to a shape of {whole_b} elements")
+                        if whole_other.is_const else
+                        f"reshapes {whole_sym} elements ({syms}) to a shape of {whole_other} elements")
             else:
                 what = f"needs {describe_dim(facts, sym_side)} to equal the constant {const_side}"
             # A non-constant expression of the input dims equals a constant only at some of their
