@@ -66,9 +66,8 @@ class DequantizeDynamic(Pass):
             lo = b.op("Min", [b.op("ReduceMin", [x], keepdims=0), zero])
             b.op("Div", [b.op("Sub", [hi, lo]), qmax], out=[scale])
             safe = b.op("Max", [scale, b.const(_TINY, name="tiny")])
-            q_lo, q_hi = zero, qmax
-            zp_f = b.op("Clip", [b.op("Round", [b.op("Div", [b.op("Neg", [lo]), safe])]), q_lo, q_hi])
-            y_f = b.op("Clip", [b.op("Add", [b.op("Round", [b.op("Div", [x, safe])]), zp_f]), q_lo, q_hi])
+            zp_f = b.op("Clip", [b.op("Round", [b.op("Div", [b.op("Neg", [lo]), safe])]), zero, qmax])
+            y_f = b.op("Clip", [b.op("Add", [b.op("Round", [b.op("Div", [x, safe])]), zp_f]), zero, qmax])
             centred = b.op("Sub", [y_f, zp_f])  # y - zero_point, exact small integers in float
             done = []
             for node in readers:
