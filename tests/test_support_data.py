@@ -49,11 +49,14 @@ def test_every_trt_matrix_row_is_in_the_table(md: str, table: str) -> None:
         entry = data["ops"][op]
         assert entry["row"] == line, op
         assert entry["supported"] == (cells[1] == "Y"), op
-        if cells[1] == "Y":
+        # rows the importer source overrules (trt_source_overrides.toml) are checked by
+        # test_trt_source_overrides_are_applied_and_cited
+        overruled = bool(entry.get("source_overrides"))
+        if cells[1] == "Y" and "types_source" not in entry:
             listed = {t.strip() for t in cells[2].split(",") if t.strip()}
             assert len(entry["types"]) == len(listed), (op, listed, entry["types"])
         text = " ".join(c for c in cells[3 if cells[1] == "Y" else 2:] if c)
-        if text:
+        if text and not overruled:
             assert entry["constraints"], f"{op}: restriction {text!r} has no constraint"
             # every sentence of the restriction produced a constraint that quotes it
             quoted = " ".join(c["text"] for c in entry["constraints"])
@@ -61,7 +64,7 @@ def test_every_trt_matrix_row_is_in_the_table(md: str, table: str) -> None:
                 assert word.strip() in quoted, (op, word)
         # "static": False marks restrictions on run-time behaviour (Loop iteration shapes)
         checkable = [c for c in entry["constraints"] if c["kind"] != "note" or c.get("static") is False]
-        if re.search(r"must|only|unsupported|not supported|ignored", text) and cells[1] == "Y":
+        if re.search(r"must|only|unsupported|not supported|ignored", text) and cells[1] == "Y" and not overruled:
             assert checkable, f"{op}: restriction {text!r} is only a note"
 
 
@@ -75,13 +78,13 @@ def test_trt_constraints_named_in_the_issue() -> None:
     assert "align_corners" in resize[("attr_in", "coordinate_transformation_mode")]["values"]
     assert resize[("attr_in", "antialias")]["values"] == [0]
     assert resize[("attr_in", "keep_aspect_ratio_policy")]["values"] == ["stretch"]
-    assert kinds("TopK")[("attr_in", "sorted")]["values"] == [1]
+    assert ("attr_in", "sorted") not in kinds("TopK")  # the importer never reads it (trt_source_overrides.toml)
     assert kinds("TopK")[("input_value_below", None)]["limit"] == 3840
     assert kinds("ScatterND")[("attr_in", "reduction")]["values"] == ["none"]
     assert kinds("MaxPool")[("spatial_rank", None)]["ranks"] == [2, 3]
     assert ("attr_ones", "dilations") in kinds("AveragePool")
     assert kinds("LSTM")[("attr_in", "layout")]["values"] == [0]
-    for op, idx in [("ReduceMean", 1), ("Squeeze", 1), ("Unsqueeze", 1), ("CumSum", 1), ("OneHot", 1), ("Dropout", 2)]:
+    for op, idx in [("ReduceMean", 1), ("Squeeze", 1), ("Unsqueeze", 1), ("OneHot", 1), ("Dropout", 2)]:
         c = kinds(op)[("const_input", None)]
         assert c["inputs"] == [idx], op
     assert kinds("Dropout")[("const_input", None)]["values"] == [False]
@@ -157,3 +160,39 @@ def test_contrib_csv_agrees_with_the_tables() -> None:
         checked += 1
     assert checked >= 15
     assert ov_ms["MultiHeadAttention"]["since"] == 1
+
+
+def test_trt_source_overrides_are_applied_and_cited() -> None:
+    """Every override of rules/data/trt_source_overrides.toml is in the tables, and each row it edits
+    cites the importer source at that version's commit (the document row stays for the rest)."""
+    from graphlint.compat import tomllib
+
+    with open(os.path.join(data_dir(), "trt_source_overrides.toml"), "rb") as f:
+        data = tomllib.load(f)
+    for version in ("10.15", "10.1"):
+        table = _load(f"trt-{version}.json")
+        commit = data["sources"][version]["commit"]
+        want = [o["id"] for o in data["override"] if version in o["versions"]]
+        assert table["source_overrides"]["applied"] == want and table["source_overrides"]["commit"] == commit
+        for o in data["override"]:
+            if version not in o["versions"]:
+                continue
+            for op in [o["op"]] if isinstance(o["op"], str) else o["op"]:
+                row = table["ops"][op]
+                assert o["id"] in row["source_overrides"], (version, op)
+                cited = [c for c in row["constraints"] if commit in c.get("source", "")]
+                if "types" in o:
+                    assert row["types"] == o["types"] and commit in row["types_source"]
+                if o.get("add") or o.get("patch"):
+                    assert cited, (version, o["id"])
+    new, old = _load("trt-10.15.json")["ops"], _load("trt-10.1.json")["ops"]
+    # cubic Resize: supported, only on the innermost 2 dims (both versions)
+    for ops in (new, old):
+        mode = next(c for c in ops["Resize"]["constraints"] if c.get("attr") == "mode" and c["kind"] == "attr_in"
+                    and "when" not in c)
+        assert mode["values"] == ["nearest", "linear", "cubic"]
+        assert {"kind": "scales_innermost", "n": 2, "when": {"mode": "cubic"}}.items() <= next(
+            c for c in ops["Resize"]["constraints"] if c["kind"] == "scales_innermost" and c["n"] == 2).items()
+    # CumSum: the 10.15 importer takes a run-time axis, 10.1 still asserts an initializer
+    assert not any(c["kind"] == "const_input" for c in new["CumSum"]["constraints"])
+    assert any(c["kind"] == "const_input" for c in old["CumSum"]["constraints"])

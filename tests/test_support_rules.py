@@ -126,7 +126,8 @@ def test_trt_restrictions_cite_the_matrix_row(tmp_path):
                [_vi("x", F, [1, 5000])], [_vi("v", F, None), _vi("i", I64, None)], inits=[k])
     res = lint(tmp_path, m, "trt")
     msgs = [f.message for f in errors(res, "GL1004")]
-    assert any("sorted=0" in x for x in msgs) and any("4000" in x and "3840" in x for x in msgs)
+    # sorted=0: the document's "must be 1" is overruled by the importer, which never reads it
+    assert not any("sorted=0" in x for x in msgs) and [x for x in msgs if "4000" in x and "3840" in x]
     assert all("https://github.com/onnx/onnx-tensorrt/blob/release/10.15-GA/docs/operators.md#L" in x for x in msgs)
     assert all(f.properties["basis"] == "support-table:rules/data/support/trt-10.15.json#TopK"
                for f in errors(res, "GL1004"))
@@ -311,3 +312,44 @@ def test_openvino_converts_untaken_branches_too(tmp_path):
                        [_vi(o, I64, None) for o in outs], opset=18)
         assert ov_compiles(split, tmp_path) == ok
         assert bool(errors(lint(tmp_path, split, "openvino"), "GL1004")) == (not ok)
+
+
+def _resize(scales, mode="cubic", opset=13, **attrs):
+    x = [1, 3, 4, 4, 4][: len(scales)]
+    sc = numpy_helper.from_array(np.array(scales, np.float32), "scales")
+    return _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, **attrs)],
+                  [_vi("x", F, x)], [_vi("y", F, None)], opset=opset, inits=[sc])
+
+
+@pytest.mark.parametrize("target", ["trt", "trt@10.1"])
+def test_trt_cubic_resize_follows_the_importer_source(tmp_path, target):
+    # the document lists nearest/linear only; the importer maps cubic to kCUBIC (trt_source_overrides.toml)
+    assert not errors(lint(tmp_path, _resize([1, 1, 2, 2]), target), "GL1004")
+    # ... but only on the innermost 2 dims when the scales are constant (canUseNDResize(.., 2))
+    f = errors(lint(tmp_path, _resize([1, 1, 2, 2, 2]), target), "GL1004")
+    assert [x.node for x in f] == ["rs"] and "innermost 2" in f[0].message
+    assert "onnxOpImporters.cpp" in f[0].properties["source"]
+    # linear may resize 3 inner dims, not 4
+    assert not errors(lint(tmp_path, _resize([1, 1, 2, 2, 2], mode="linear"), target), "GL1004")
+    f = errors(lint(tmp_path, _resize([1, 2, 2, 2, 2], mode="linear"), target), "GL1004")
+    assert f and "innermost 3" in f[0].message
+
+
+def test_trt_source_types_and_checks_overrule_the_document(tmp_path):
+    # NonZero on int64: the document lists FP32/FP16, the importer takes int64 too
+    nz = _model([helper.make_node("NonZero", ["x"], ["y"], name="nz")], [_vi("x", I64, [2, 3])], [_vi("y", I64, None)])
+    assert not errors(lint(tmp_path, nz, "trt"))
+    # HardSwish on bfloat16: the document lists BF16, the importer rejects it
+    hs = _model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")], [_vi("x", TensorProto.BFLOAT16, [2])],
+                [_vi("y", TensorProto.BFLOAT16, None)])
+    f = errors(lint(tmp_path, hs, "trt"), "GL1005")
+    assert [x.node for x in f] == ["hs"] and "onnxOpImporters.cpp" in f[0].properties["source"]
+    # Mod with fmod=0 on floats (the importer needs integers there)
+    md = _model([helper.make_node("Mod", ["a", "b"], ["y"], name="md")], [_vi("a", F, [2]), _vi("b", F, [2])],
+                [_vi("y", F, None)])
+    assert [x.node for x in errors(lint(tmp_path, md, "trt"), "GL1004")] == ["md"]
+    # CumSum with a run-time axis: 10.15's importer takes it, 10.1's asserts an initializer
+    cs = _model([helper.make_node("CumSum", ["x", "ax"], ["y"], name="cs")], [_vi("x", F, [2, 3]), _vi("ax", I64, [])],
+                [_vi("y", F, None)])
+    assert not errors(lint(tmp_path, cs, "trt"), "GL1004")
+    assert [x.node for x in errors(lint(tmp_path, cs, "trt@10.1"), "GL1004")] == ["cs"]

@@ -16,6 +16,11 @@ value, a non-zero zero point), and a model with such a node is a positive too
 ("restriction broken"). A restriction whose premise is unknown is not counted.
 Model-local functions are expanded (the parser imports their bodies); If/Loop/Scan bodies are
 walked.
+
+Where the document and the onnx-tensorrt importer source at the same tag disagree, the source
+decides: ``rules/data/trt_source_overrides.toml`` (also read by ``rules/data/gen/gen_trt.py`` for
+graphlint's support table) replaces a row's types, widens or drops a restriction, or adds one the
+source checks at parse time (cubic Resize only on the innermost 2 dims, Mod fmod=0 on floats, ...).
 """
 
 from __future__ import annotations
@@ -27,10 +32,32 @@ from functools import cache
 
 import onnx
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
 DOC_NAME = "onnx-tensorrt-operators-trt10.15.md"
 TYPES = {"FP32": 1, "FLOAT32": 1, "FP16": 10, "BF16": 16, "INT32": 6, "INT64": 7, "INT8": 3, "UINT8": 2, "BOOL": 9,
          "FP8": 17, "FP4": 23, "INT4": 22, "DOUBLE": 11}
 ONNX_DOMAINS = ("", "ai.onnx")
+VERSION = "10.15"  # the document's TensorRT version, whose source overrides apply
+OVERRIDES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "rules", "data",
+                         "trt_source_overrides.toml")
+ONNX_TYPES = {"float32": 1, "float16": 10, "bfloat16": 16, "int32": 6, "int64": 7, "int8": 3, "uint8": 2, "bool": 9}
+
+
+@cache
+def source_overrides(version: str = VERSION) -> dict[str, list[dict]]:
+    """op -> the [[override]] entries of the shared TOML that apply to this TensorRT version."""
+    with open(OVERRIDES, "rb") as f:
+        data = tomllib.load(f)
+    out: dict[str, list[dict]] = {}
+    for o in data["override"]:
+        if version in o["versions"]:
+            for op in [o["op"]] if isinstance(o["op"], str) else o["op"]:
+                out.setdefault(op, []).append(o)
+    return out
 
 
 def doc_path() -> str | None:
@@ -61,6 +88,10 @@ def matrix(path: str) -> tuple[tuple[int, int], dict[str, dict]]:
             restriction = cells[3] if len(cells) > 3 and cells[1] == "Y" else ""
             rows[cells[0]] = {"supported": cells[1] == "Y", "types": types, "restriction": restriction,
                               "line": lineno}
+            for o in source_overrides().get(cells[0], []):  # the importer source decides
+                rows[cells[0]].setdefault("overrides", []).append(o["id"])
+                if "types" in o:
+                    rows[cells[0]]["types"] = {ONNX_TYPES[t] for t in o["types"]}
     if not (lo and hi and rows):
         raise ValueError(f"{path}: not the onnx-tensorrt operator matrix")
     return (lo, hi), rows
@@ -148,6 +179,75 @@ RESIZE = {"coordinate_transformation_mode": {b"half_pixel", b"pytorch_half_pixel
                                              b"asymmetric", b"align_corners"},
           "mode": {b"nearest", b"linear"},
           "nearest_mode": {b"floor", b"ceil", b"round_prefer_floor", b"round_prefer_ceil"}}
+
+def _resize_allowed() -> dict[str, set[bytes]]:
+    """The document's Resize values, widened where the source overrides patch them (cubic)."""
+    allowed = {k: set(v) for k, v in RESIZE.items()}
+    for o in source_overrides().get("Resize", []):
+        for p in o.get("patch", []):
+            if p["match"].get("kind") == "attr_in" and p["match"].get("attr") in allowed:
+                allowed[p["match"]["attr"]] = {str(v).encode() for v in p["set"]["values"]}
+    return allowed
+
+
+def _dropped(op: str, kind: str, attr: str) -> bool:
+    return any(d.get("kind") == kind and d.get("attr", attr) == attr
+               for o in source_overrides().get(op, []) for d in o.get("drop", []))
+
+
+def _schema_attr(node: onnx.NodeProto, name: str, opset: int):
+    """The node's attribute, else the schema default (str for strings)."""
+    v = _attr(node, name)
+    if v is None:
+        try:
+            a = onnx.defs.get_schema(node.op_type, opset).attributes.get(name)
+        except onnx.defs.SchemaError:
+            a = None
+        if a is not None and a.default_value.name:
+            v = onnx.helper.get_attribute_value(a.default_value)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _added(node: onnx.NodeProto, opset: int, facts: _Facts) -> str | None:
+    """A parse-time check the importer source adds (the override file's ``add``), broken by this node."""
+    for o in source_overrides().get(node.op_type, []):
+        for c in o.get("add", []):
+            if any(_schema_attr(node, k, opset) != v for k, v in c.get("when", {}).items()):
+                continue
+            kind = c["kind"]
+            if kind == "attr_in":
+                v = _schema_attr(node, c["attr"], opset)
+                if v is not None and v not in c["values"]:
+                    return f"{c['attr']}={v} ({o['id']})"
+            elif kind == "input_dtype":
+                t = facts.types.get(node.input[c["inputs"][0]]) if len(node.input) > c["inputs"][0] else None
+                if t and t not in {ONNX_TYPES[x] for x in c["types"]}:
+                    return f"input type {onnx.TensorProto.DataType.Name(t)} ({o['id']})"
+            elif kind == "const_input":
+                i = c["inputs"][0]
+                if len(node.input) > i and node.input[i] and node.input[i] not in facts.constants:
+                    return f"input {i} is not an initializer ({o['id']})"
+            elif kind == "scales_innermost":
+                i = 1 if opset < 11 else 2
+                t = facts.constants.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+                scales = onnx.numpy_helper.to_array(t).reshape(-1).tolist() if t is not None else []
+                axes = _attr(node, "axes")
+                rank = facts.ranks.get(node.input[0])
+                if axes and rank:
+                    full = [1.0] * rank
+                    for a, v in zip(axes, scales, strict=False):
+                        full[a % rank] = v
+                    scales = full
+                n = c["n"]
+                if len(scales) > n and any(v != 1 for v in scales[:-n]):
+                    return f"scales {scales} resize outside the innermost {n} dims ({o['id']})"
+            elif kind == "real_signal":
+                r = facts.ranks.get(node.input[0])
+                if r is not None and r not in (2, 3):
+                    return f"signal of rank {r} ({o['id']})"
+    return None
+
+
 REDUCE_AXES_INPUT = 18  # Reduce* take axes as an input from opset 18 (ReduceSum from 13)
 
 
@@ -170,8 +270,11 @@ def violated(node: onnx.NodeProto, opset: int, facts: _Facts) -> str | None:
                 return "branch outputs with the same name"
     if op == "LSTM" and (_attr(node, "layout", 0) or _attr(node, "input_forget", 0)):
         return "`layout` or `input_forget` is not 0"
+    added = _added(node, opset, facts)
+    if added:
+        return added
     if op == "Resize":
-        for attr, ok in RESIZE.items():
+        for attr, ok in _resize_allowed().items():
             v = _attr(node, attr)
             if v is not None and v not in ok:
                 return f"{attr}={v.decode()}"
@@ -179,7 +282,7 @@ def violated(node: onnx.NodeProto, opset: int, facts: _Facts) -> str | None:
         zp = facts.constants.get(node.input[2])
         if zp is not None and onnx.numpy_helper.to_array(zp).any():
             return "zero point is not 0"
-    if op == "TopK" and _attr(node, "sorted", 1) != 1:
+    if op == "TopK" and _attr(node, "sorted", 1) != 1 and not _dropped("TopK", "attr_in", "sorted"):
         return "`sorted` is not 1"
     if op in ("MaxPool", "AveragePool", "LpPool"):
         if any(d != 1 for d in _attr(node, "dilations", []) or []):
@@ -221,7 +324,7 @@ def judge(path: str, doc: str) -> dict:
             if t and row["types"] and t not in row["types"] and t != onnx.TensorProto.DOUBLE:
                 tname = onnx.TensorProto.DataType.Name(t)
                 unsupported.add(f"{name}: input type {tname} not listed (line {row['line']})")
-            if row["restriction"]:
+            if row["restriction"] or row.get("overrides"):
                 why = violated(node, opset, facts)
                 if why:
                     broken.add(f"{name}: {why} (line {row['line']})")

@@ -337,3 +337,43 @@ def _body_passthrough(node: Node, c: dict[str, Any]) -> Verdict:
             return (f"has a {c['attr']} that returns its input '{v.name}' unchanged as a loop-carried output; "
                     "the engine needs a node between (an Identity)", f"attr:{c['attr']}")
     return None
+
+
+@checks("scales_innermost")
+def _scales_innermost(node: Node, c: dict[str, Any]) -> Verdict:
+    """Constant Resize/Upsample scales that change a dim outside the innermost ``n`` (TensorRT's
+    canUseNDResize); a ``sizes`` input or run-time scales are not checked by the parser either."""
+    idx = c.get("input", 1 if node.op_type == "Upsample" or int(node.opset or 11) < 11 else 2)
+    val = const_value(named_input(node, idx))
+    if val is None or val.ndim != 1:
+        return None
+    scales = [float(s) for s in val]
+    axes = node.attrs.get("axes")
+    if axes:
+        x = named_input(node, 0)
+        if x is None or x.rank is None or len(axes) != len(scales):
+            return None
+        full = [1.0] * x.rank
+        for a, s in zip(axes, scales, strict=True):
+            full[a % x.rank] = s
+        scales = full
+    n = c["n"]
+    outer = [i for i, s in enumerate(scales[:-n] if len(scales) > n else []) if s != 1]
+    if outer:
+        mode = attr(node, "mode")
+        return (f"resizes dim(s) {outer} (scales {scales}) with mode={mode!r}; the engine resizes only the "
+                f"innermost {n} dims in this mode", "input:'scales'")
+    return None
+
+
+@checks("real_signal")
+def _real_signal(node: Node, c: dict[str, Any]) -> Verdict:
+    """STFT's signal: rank 2, or rank 3 with a last dim of 1 (a real-valued signal)."""
+    v = named_input(node, c.get("input", 0))
+    if v is None or v.shape is None:
+        return None
+    rank, last = len(v.shape), v.shape[-1] if v.shape else None
+    if rank == 2 or (rank == 3 and (last == 1 or not isinstance(last, int))):
+        return None
+    return (f"input {input_name(node, c.get('input', 0))} has shape {list(v.shape)}; the engine takes a real-valued "
+            "signal of rank 2, or rank 3 with last dim 1", "shape:signal")

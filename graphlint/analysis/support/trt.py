@@ -142,7 +142,7 @@ def _trt_types(node: Node, target: Target, table: dict[str, Any], row: dict[str,
             return [Issue(DTYPE, Severity.ERROR,
                           f"takes {v.dtype} '{v.name}'; {target.title} supports {node.op_type} on "
                           f"{', '.join(dtypes.SHORT.get(t, t) for t in types)} only", f"dtype:{v.dtype}",
-                          source_of(table, row["row"]), extra={"value": v.name})]
+                          row.get("types_source") or source_of(table, row["row"]), extra={"value": v.name})]
     return []
 
 

@@ -10,6 +10,11 @@ its restriction text). Each sentence of a restriction cell is translated into a 
 constraint by the phrase table below; a sentence no phrase matches stops the generator, so a
 new engine version's matrix cannot silently lose a restriction. Input and output names in the
 sentences are resolved to indices through the onnx operator schemas.
+
+Where the document and the importer source at the same tag disagree, the source decides:
+``rules/data/trt_source_overrides.toml`` lists each disagreement with its cite, and
+:func:`apply_overrides` edits the parsed rows by it (the corpus truth, ``testmodels/corpus/trtdoc.py``,
+reads the same file). Every constraint an override touches or adds carries the source cite.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import onnx.defs
 
+from graphlint.compat import tomllib
 from graphlint.fsutil import atomic_write_text
 
 TYPES = {
@@ -196,8 +202,56 @@ DOCUMENTS = {
 }
 
 
+OVERRIDES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trt_source_overrides.toml")
+
+
+def load_overrides(path: str = OVERRIDES) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def _matches(c: Constraint, match: dict[str, Any]) -> bool:
+    return all(c.get(k) == v for k, v in match.items())
+
+
+def apply_overrides(ops: dict[str, Any], version: str, data: dict[str, Any]) -> list[str]:
+    """Edit the document's rows where the importer source decides otherwise; returns the override ids
+    applied. An override whose edit finds nothing to change stops the generator (a stale entry)."""
+    applied = []
+    base = data["sources"][version]["base"]
+    for o in data["override"]:
+        if version not in o["versions"]:
+            continue
+        cite = f"{base} {o['cite'][version]}"
+        for op in [o["op"]] if isinstance(o["op"], str) else o["op"]:
+            row = ops[op]
+            touched = 0
+            for p in o.get("patch", []):
+                for c in row["constraints"]:
+                    if _matches(c, p["match"]):
+                        c.update(p["set"])
+                        c.update(source=cite, text=o["resolution"])
+                        touched += 1
+            for d in o.get("drop", []):
+                before = len(row["constraints"])
+                row["constraints"] = [c for c in row["constraints"] if not _matches(c, d)]
+                touched += before - len(row["constraints"])
+            for a in o.get("add", []):
+                row["constraints"].append({**a, "source": cite, "text": o["resolution"]})
+                touched += 1
+            if "types" in o:
+                row.update(types=list(o["types"]), types_source=cite)
+                touched += 1
+            if not touched:
+                raise SystemExit(f"gen_trt: override {o['id']} changes nothing in {op} ({version}); update the TOML")
+            row.setdefault("source_overrides", []).append(o["id"])
+        applied.append(o["id"])
+    return applied
+
+
 def build(md: str, version: str) -> dict[str, Any]:
     parsed = parse(md)
+    applied = apply_overrides(parsed["ops"], version, load_overrides())
     url, pinned = DOCUMENTS[version]
     return {
         "engine": "tensorrt",
@@ -208,6 +262,8 @@ def build(md: str, version: str) -> dict[str, Any]:
         "source_note": f"onnx-tensorrt docs/operators.md ({pinned}); header says TensorRT "
                        f"{parsed['header_version']}, opsets {parsed['opsets'][0]}-{parsed['opsets'][1]}",
         "generated_by": "rules/data/gen/gen_trt.py",
+        "source_overrides": {"file": "rules/data/trt_source_overrides.toml", "applied": applied,
+                             "commit": load_overrides()["sources"][version]["commit"]},
         "dispatch": "op_type",  # the parser looks importers up by op type only, whatever the node's domain
         "opsets": parsed["opsets"],
         "notes": parsed["notes"],
