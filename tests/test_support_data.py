@@ -196,3 +196,30 @@ def test_trt_source_overrides_are_applied_and_cited() -> None:
     # CumSum: the 10.15 importer takes a run-time axis, 10.1 still asserts an initializer
     assert not any(c["kind"] == "const_input" for c in new["CumSum"]["constraints"])
     assert any(c["kind"] == "const_input" for c in old["CumSum"]["constraints"])
+
+
+def test_corpus_truth_applies_the_same_source_overrides(tmp_path) -> None:
+    """testmodels/corpus/trtdoc.py judges models from the document *and* trt_source_overrides.toml:
+    a cubic Resize of the innermost 2 dims is supported, of 3 dims a broken restriction."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from testmodels.corpus import trtdoc
+
+    doc = trtdoc.doc_path()
+    if doc is None:
+        pytest.skip("shared reference docs not present")
+
+    def resize(scales: list[float]) -> str:
+        sc = numpy_helper.from_array(np.array(scales, np.float32), "scales")
+        g = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4, 4][: len(scales)])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[sc])
+        path = str(tmp_path / f"r{len(scales)}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=10), path)
+        return path
+
+    assert trtdoc.judge(resize([1, 1, 2, 2]), doc)["verdict"] == "supported"
+    j = trtdoc.judge(resize([1, 1, 2, 2, 2]), doc)
+    assert j["verdict"] == "restriction broken" and "resize-cubic-innermost" in j["restriction_broken"][0]
