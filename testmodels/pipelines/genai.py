@@ -173,8 +173,8 @@ def main(outdir: str) -> None:
                 models.append({
                     "id": f"pl_genai_{family}_{precision}",
                     "file": f"{sub}/model.onnx",
-                    "pipeline": " ".join(["python"] + cmd[1:3] + ["-i", f"<{arch} checkpoint>", "-o", sub]
-                                         + cmd[7:11]),
+                    "pipeline": " ".join(["python", *cmd[1:3], "-i", f"<{arch} checkpoint>", "-o", sub,
+                                          *cmd[7:11]]),
                     "kind": (f"{arch} (2 layers, hidden 64, GQA 4/2 heads) decoder with KV cache, "
                              f"{precision} CPU build: GroupQueryAttention with fused rotary, {ops}"
                              "Skip/SimplifiedLayerNormalization; past = present share one max_length buffer; "
