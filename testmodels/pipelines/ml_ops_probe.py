@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -31,7 +31,9 @@ from testmodels.engines import ort_session
 
 ML = "ai.onnx.ml"
 ONNX_OPSET = 17  # any opset ORT 1.32 and OpenVINO 2026.4 accept; the ml ops are in their own domain
+MS = "com.microsoft"
 F = T.FLOAT
+TEXT = np.array([["The Happy dog"], ["a small CAR"]], object)
 
 
 @dataclass
@@ -45,11 +47,16 @@ class Case:
     attrs: dict[str, Any]
     feeds: dict[str, Any]
     variant: str = ""
-    extra: list[onnx.ValueInfoProto] = field(default_factory=list)
+    domain: str = ML
+
+    @property
+    def opsets(self) -> dict[str, int]:
+        return {"": ONNX_OPSET} | ({} if self.domain == "" else {self.domain: self.version})
 
     @property
     def name(self) -> str:
-        return f"{self.op}-{self.version}" + (f"-{self.variant}" if self.variant else "")
+        prefix = "" if self.domain == ML else f"{self.domain or 'ai.onnx'}."
+        return f"{prefix}{self.op}-{self.version}" + (f"-{self.variant}" if self.variant else "")
 
 
 def vi(name: str, elem: int, shape: list[Any] | None) -> onnx.ValueInfoProto:
@@ -163,15 +170,25 @@ CASES: list[Callable[[], Case]] = [
                  {"X": X4[:, :2].copy()}, variant="int64"),
     lambda: Case("ZipMap", 1, [vi("X", F, ["N", 2])], [seq_map_vi("Y", T.STRING)],
                  {"classlabels_strings": ["no", "yes"]}, {"X": X4[:, :2].copy()}, variant="strings"),
+    # Not ai.onnx.ml, but what skl2onnx's TfidfVectorizer converter writes around it: StringNormalizer
+    # with no locale (ONNX Runtime then constructs en_US.UTF-8, which this machine lacks), with one,
+    # and com.microsoft's regex Tokenizer.
+    lambda: Case("StringNormalizer", 10, [vi("X", T.STRING, ["C"])], [vi("Y", T.STRING, ["C"])],
+                 {"case_change_action": "LOWER"}, {"X": TEXT.ravel()}, variant="no-locale", domain=""),
+    lambda: Case("StringNormalizer", 10, [vi("X", T.STRING, ["C"])], [vi("Y", T.STRING, ["C"])],
+                 {"case_change_action": "LOWER", "locale": "C.UTF-8"}, {"X": TEXT.ravel()}, variant="locale-C.UTF-8",
+                 domain=""),
+    lambda: Case("Tokenizer", 1, [vi("X", T.STRING, ["N", 1])], [vi("Y", T.STRING, None)],
+                 {"mark": 0, "mincharnum": 1, "pad_value": "#", "tokenexp": "[a-zA-Z0-9_]+"}, {"X": TEXT}, domain=MS),
 ]
 
 
 def build(c: Case) -> onnx.ModelProto:
-    node = h.make_node(c.op, [i.name for i in c.inputs], [o.name for o in c.outputs], domain=ML, **c.attrs)
-    graph = h.make_graph([node], c.name.replace("-", "_"), c.inputs, c.outputs)
-    m = h.make_model(graph, opset_imports=[h.make_opsetid("", ONNX_OPSET), h.make_opsetid(ML, c.version)],
-                     ir_version=9)
-    onnx.checker.check_model(m, full_check=True)
+    node = h.make_node(c.op, [i.name for i in c.inputs], [o.name for o in c.outputs], domain=c.domain, **c.attrs)
+    graph = h.make_graph([node], c.name.replace("-", "_").replace(".", "_"), c.inputs, c.outputs)
+    m = h.make_model(graph, opset_imports=[h.make_opsetid(d, v) for d, v in c.opsets.items()], ir_version=9)
+    if c.domain != MS:  # the checker knows no com.microsoft schema
+        onnx.checker.check_model(m, full_check=True)
     return m
 
 
@@ -263,8 +280,8 @@ def main() -> None:
         c = make()
         m = build(c)
         ref, ref_error = _reference(m, c.feeds)
-        rows.append({"case": c.name, "op": c.op, "domain": ML, "since_version": c.version,
-                     "model_opsets": {"ai.onnx": ONNX_OPSET, ML: c.version},
+        rows.append({"case": c.name, "op": c.op, "domain": c.domain or "ai.onnx", "since_version": c.version,
+                     "model_opsets": {d or "ai.onnx": v for d, v in c.opsets.items()},
                      "reference_error": ref_error, "ort": probe_ort(m, c.feeds, ref),
                      "openvino": probe_openvino(m, c.feeds, ref)})
     json.dump({"generated_by": "python -m testmodels.pipelines.ml_ops_probe (dev venv)", "tools": tools,

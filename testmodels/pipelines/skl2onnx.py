@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 
 from testmodels.pipelines.classic_manifest import fresh, versions, write_manifest
 
@@ -55,6 +56,12 @@ class Builder:
     def save(self, onx: Any, short: str, pipeline: str, kind: str, shapes: dict[str, list[int]],
              alt: dict[str, list[int]], values: dict[str, list[Any]] | None = None, heldout: bool = False) -> None:
         rel = f"{short}/model.onnx"
+        # skl2onnx and onnxmltools name the graph with a fresh uuid4 when not given a name, and list the
+        # opset imports in set order (hash-seeded): pin both, so a rebuild is byte-identical
+        onx.graph.name = short
+        imports = sorted((o.domain, o.version) for o in onx.opset_import)
+        del onx.opset_import[:]
+        onx.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in imports)
         (self.outdir / short).mkdir()
         (self.outdir / rel).write_bytes(onx.SerializeToString())
         self.models.append({"id": f"pl_{NAME}_{short}", "file": rel, "pipeline": pipeline, "kind": kind,
@@ -166,7 +173,7 @@ def mixed_model(b: Builder) -> None:
            "('x1', FloatTensorType([None, 1])), ('x2', FloatTensorType([None, 1]))], options={clf: {'zipmap': False}})",
            "ColumnTransformer (OneHotEncoder on a string column, StandardScaler on two float columns) + "
            "LogisticRegression, zipmap=False: OneHotEncoder, Scaler, Concat, LinearClassifier; string input fed "
-           "from values", shapes, dict(shapes), values={"color": ["green", "red", "blue"]})
+           "from values", shapes, dict(shapes), values={"color": ["green", "red", "blue"]}, heldout=True)
 
 
 def boosting_models(b: Builder) -> None:
