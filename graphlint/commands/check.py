@@ -28,6 +28,9 @@ FORMATS = ["text", "json", "sarif", "github"]
 @click.option("--show-info", is_flag=True,
               help="List info-level findings in the text report (default: one summary line per model; "
                    "JSON and SARIF always carry them).")
+@click.option("--expand", is_flag=True,
+              help="List every finding in the text report (default: more than 3 of one rule on one op type "
+                   "are one block naming the first 3 nodes; JSON and SARIF always list each).")
 @click.option("--time-budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Give up on a model (exit 2) after this long; 0 = no limit. Default: 300.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -38,7 +41,7 @@ FORMATS = ["text", "json", "sarif", "github"]
                    "in .json); the text report prints them too.")
 @guarded
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
-            baseline_path, stats, color, show_info, time_budget, jobs, keep_fp32) -> None:
+            baseline_path, stats, color, show_info, expand, time_budget, jobs, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     common.collector_off_until_exit()
     from graphlint import lint, procs
@@ -63,7 +66,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
         color = fmt == "text" and not output and sys.stdout.isatty()
     t_report = time.perf_counter()
     level = Severity.parse(fail_level or opts.fail_level)
-    emit(render(run, fmt, color=color, show_info=show_info or level <= Severity.INFO), output)
+    emit(render(run, fmt, color=color, show_info=show_info or level <= Severity.INFO, expand=expand), output)
     keep_lists(run, fmt, output, keep_fp32)
     t_report = time.perf_counter() - t_report
     for fail in run.failures:

@@ -38,14 +38,14 @@ class Run:
         return c
 
 
-def render(run: Run, fmt: str, *, color: bool = False, show_info: bool = False) -> str:
+def render(run: Run, fmt: str, *, color: bool = False, show_info: bool = False, expand: bool = False) -> str:
     # The models' IR is still alive here, and a JSON/SARIF report builds hundreds of thousands
     # of dicts: with the collector on, they would trigger collections that rescan the whole IR.
     with gc_paused():
-        return _render(run, fmt, color=color, show_info=show_info)
+        return _render(run, fmt, color=color, show_info=show_info, expand=expand)
 
 
-def _render(run: Run, fmt: str, *, color: bool, show_info: bool = False) -> str:
+def _render(run: Run, fmt: str, *, color: bool, show_info: bool = False, expand: bool = False) -> str:
     if fmt == "json":
         from graphlint.report.json_report import render_json
 
@@ -60,7 +60,7 @@ def _render(run: Run, fmt: str, *, color: bool, show_info: bool = False) -> str:
         return render_github(run)
     from graphlint.report.text import render_text
 
-    return render_text(run, color=color, show_info=show_info)
+    return render_text(run, color=color, show_info=show_info, expand=expand)
 
 
 SEVERITY_ORDER = [Severity.ERROR, Severity.WARNING, Severity.INFO]

@@ -2,15 +2,20 @@
 
 Errors and warnings are listed; info-level findings (advice whose premise the model alone does
 not settle: fp16 builds, tensor-core alignment, profiles the build will pass) are one summary
-line per model unless ``show_info`` (``--show-info``). JSON, SARIF and the exit code see every
-finding either way."""
+line per model unless ``show_info`` (``--show-info``). More than three findings of one rule on one
+op type are one block (:mod:`graphlint.report.groups`: count, the first three nodes, the shared
+message and fix) unless ``expand`` (``--expand``). JSON, SARIF and the exit code see every finding
+either way."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import click
 
 from graphlint.report import Run
-from graphlint.rule import Finding, Severity
+from graphlint.report.groups import SHOWN, Group, fold, group_key
+from graphlint.rule import Finding, Rewrite, Severity
 
 _COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 
@@ -25,7 +30,7 @@ def _where(f: Finding) -> str:
     return ", ".join(bits)
 
 
-def render_text(run: Run, *, color: bool = False, show_info: bool = False) -> str:
+def render_text(run: Run, *, color: bool = False, show_info: bool = False, expand: bool = False) -> str:
     def style(text: str, **kw) -> str:
         return click.style(text, **kw) if color else text
 
@@ -47,22 +52,30 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False) -> st
             findings = [f for f in findings if f.severity > Severity.INFO]
         if not findings:
             lines.append("  no errors or warnings" if hidden else "  no findings")
-        groups: dict[tuple, list[Finding]] = {}
-        for f in findings:  # one block per node (or per value / the model), in finding order
-            groups.setdefault((f.node, f.op_type, None if f.node else f.value), []).append(f)
-        for (node, op, value), group in groups.items():
+        groups, folded = ({}, set()) if expand else fold(findings)
+        # blocks in finding order: one per node (or value / the model), one per folded group
+        blocks: dict[tuple, list[Finding] | Group] = {}
+        for f in findings:
+            if id(f) in folded:
+                gkey = group_key(f)
+                blocks.setdefault(("group", *gkey), groups[gkey])
+            else:
+                blocks.setdefault(("node", f.node, f.op_type, None if f.node else f.value), []).append(f)
+        for key, block in blocks.items():
+            if isinstance(block, Group):
+                lines.extend(_group_lines(block, style))
+                continue
+            _, node, op, value = key
             subject = f"'{node}' ({op})" if node else (f"value '{value}'" if value else "model")
-            lines.append(f"  {style(subject, bold=True)}  {_where(group[0])}")
-            origin = group[0].origin
+            lines.append(f"  {style(subject, bold=True)}  {_where(block[0])}")
+            origin = block[0].origin
             if origin is not None:  # one line for the node: all its findings share it
                 lines.append(f"    {style(origin.describe(), dim=True)}")
-            for f in group:
+            for f in block:
                 sev = style(f"{f.severity.label:<7}", fg=_COLORS[f.severity])
                 lines.append(f"    {sev} {f.rule_id} {f.rule_name}: {f.message}")
                 if f.rewrite:
-                    kind = "safe" if f.rewrite.safe else "unsafe, changes results"
-                    desc = f" - {f.rewrite.description}" if f.rewrite.description else ""
-                    lines.append(f"            fix: {f.rewrite.name} ({kind}){desc}")
+                    lines.append(_fix_line(f.rewrite))
         if hidden:
             lines.append("  " + style("info", fg=_COLORS[Severity.INFO]) + f"  {_info_line(hidden)}")
         lines.append("")
@@ -82,6 +95,39 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False) -> st
     lines.append(summary + ".")
     lines.extend(run.notes)
     return "\n".join(lines) + "\n"
+
+
+def _group_lines(g: Group, style) -> list[str]:
+    """A folded block: header with the count, the first nodes, the shared message and fix."""
+    sev = style(f"{g.severity.label:<7}", fg=_COLORS[g.severity])
+    nodes = g.nodes()
+    n = len(nodes)
+    count = f"{n} {g.op_type} nodes" if n == len(g.findings) else f"{len(g.findings)} findings on {n} {g.op_type} nodes"
+    out = [f"  {sev} {g.rule_id} {g.rule_name}: {style(count, bold=True)}"]
+    for f in nodes[:SHOWN]:
+        out.append(f"    '{f.node}'  {_where(f)}")
+    if n > SHOWN:
+        out.append(f"    ... and {n - SHOWN} more (--expand lists them; --format json has every finding)")
+    tails = Counter(g.tails())
+    if len(tails) == 1:
+        out.append(f"    each: {next(iter(tails))}")
+    else:  # the messages differ past the node's name (an input, a dtype): the commonest few
+        for tail, k in tails.most_common(SHOWN):
+            out.append(f"    {k} of them: {tail}")
+        if len(tails) > SHOWN:
+            out.append(f"    ({len(tails) - SHOWN} other messages)")
+    rewrite = g.shared_rewrite()
+    if rewrite is not None:
+        out.append(_fix_line(rewrite))
+    elif any(f.rewrite for f in g.findings):
+        out.append("            fix: differs per node (--expand lists each)")
+    return out
+
+
+def _fix_line(rewrite: Rewrite) -> str:
+    kind = "safe" if rewrite.safe else "unsafe, changes results"
+    desc = f" - {rewrite.description}" if rewrite.description else ""
+    return f"            fix: {rewrite.name} ({kind}){desc}"
 
 
 def _info_line(infos: list[Finding]) -> str:
