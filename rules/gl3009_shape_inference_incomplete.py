@@ -12,10 +12,11 @@ class ShapeInferenceIncomplete(Rule):
     """Some values' shapes stay unknown after every shape inference pass.
 
     ## What it checks
-    After ONNX shape inference (with data propagation), graphlint's symbolic pass and, as a
-    fallback, onnxruntime's `symbolic_shape_infer`, counts the values whose rank or some dim is
-    still unknown and names the first node that produces one from known inputs. A crash of
-    onnxruntime's symbolic inference is reported here too, with its message.
+    After ONNX shape inference (with data propagation) and graphlint's symbolic pass (which
+    also covers the com.microsoft contrib ops ONNX has no shape functions for), counts the
+    values whose rank or some dim is still unknown and names the first node that produces one
+    from known inputs. It reports the model only: what graphlint's own environment lacks is
+    never a finding.
 
     ## Why it matters
     Engines must know ranks at build time and TensorRT profiles need every dim derivable from
@@ -35,18 +36,11 @@ class ShapeInferenceIncomplete(Rule):
     name = "shape-inference-incomplete"
     severity = Severity.INFO
     requires = ("shapes",)
-    source = "onnx.shape_inference (data_prop); onnxruntime.tools.symbolic_shape_infer"
+    source = "onnx.shape_inference (data_prop); graphlint.analysis.shapes"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         facts: ShapeFacts = ctx.analysis("shapes")
         stats = ctx.stats
-        if facts.ort_error:
-            yield ctx.finding(
-                None,
-                f"onnxruntime's symbolic shape inference crashed on this model ({facts.ort_error}); "
-                f"{len(facts.unknown)} value(s) keep unknown dims.",
-                severity=Severity.WARNING, crash=facts.ort_error,
-            )
         if not facts.unknown:
             return
         unknown = set(facts.unknown)
@@ -61,7 +55,7 @@ class ShapeInferenceIncomplete(Rule):
             head = f"Input {quote(first.name)} declares shape {shape_text(facts.shape(first))}"
         yield ctx.finding(
             n,
-            f"{head}; {len(unknown)} of {total} values keep unknown dims after ONNX, graphlint and onnxruntime "
+            f"{head}; {len(unknown)} of {total} values keep unknown dims after ONNX and graphlint "
             f"shape inference (ONNX alone: {stats.get('shape_unknown_onnx', '?')}).",
             value=first, unknown=len(unknown), values=total,
         )

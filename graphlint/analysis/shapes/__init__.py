@@ -14,14 +14,16 @@ The ONNX loader already ran ``onnx.shape_inference`` with data propagation. This
   a symbol forced to a number (``pinned``), two different numbers (``conflict``), or a
   Reshape whose element count cannot match (``reshape``). The GL3xx rules read these.
 
-Where values stay unknown after the pass, onnxruntime's symbolic shape inference runs as a
-fallback (:mod:`.ort_fallback`); if it crashes, the crash is kept (``ort_error``) for a finding,
-never raised. The same pass with every symbol bound to a number (:func:`evaluate`) checks a
-concrete input shape, which is how ``--shapes`` profiles are checked.
+Values still unknown after the pass stay unknown (GL3009 counts them): no third inference runs.
+onnxruntime's symbolic shape inference once did, loaded from a file in the onnxruntime package's
+tools folder; it needs sympy, which graphlint does not depend on, so on a plain install it crashed and
+graphlint's environment became a finding about the model. The same pass with every symbol bound
+to a number (:func:`evaluate`) checks a concrete input shape, which is how ``--shapes`` profiles
+are checked.
 
 The analysis returns facts and leaves the IR as it is: ``facts.refined(v)`` is a value's IR
 shape with the gaps the analysis filled. It records counts in the model's stats:
-``shape_values``, ``shape_unknown_onnx``, ``shape_unknown_graphlint``, ``shape_unknown_final``.
+``shape_values``, ``shape_unknown_onnx`` (after ONNX inference), ``shape_unknown_final`` (after this pass).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from collections.abc import Mapping
 from operator import attrgetter
 
 from graphlint.analysis import AnalysisContext, analysis
-from graphlint.analysis.shapes import ort_fallback
 from graphlint.analysis.shapes.facts import (
     MAX_CONST,
     SHAPE_DTYPES,
@@ -75,10 +76,6 @@ def shapes_analysis(ctx: AnalysisContext) -> ShapeFacts:
     ctx.record("shape_unknown_onnx", len(before))
     facts = run(model)
     unknown = _unknown_facts(values, facts)
-    ctx.record("shape_unknown_graphlint", len(unknown))
-    if unknown and model.proto is not None and model.node_count <= ort_fallback.MAX_NODES:
-        facts.ort_error = ort_fallback.fill_unknown(model, facts, unknown)
-        unknown = _unknown_facts(values, facts)
     ctx.record("shape_unknown_final", len(unknown))
     facts.unknown = unknown
     fill(facts, before)  # only values ONNX inference left (partly) unknown can gain dims

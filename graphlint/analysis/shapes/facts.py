@@ -54,7 +54,6 @@ class ShapeFacts:
     build_const: set[Value] = field(default_factory=set)  # computed from constants only
     events: list[Event] = field(default_factory=list)
     origins: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # symbol -> (input, axis)
-    ort_error: str | None = None
     unknown: list[Value] = field(default_factory=list)  # values whose shape stayed (partly) unknown
     # graph outputs whose declared shape disagrees with what the graph computes: (value, declared, computed)
     output_conflicts: list[tuple[Value, SShape, SShape]] = field(default_factory=list)
