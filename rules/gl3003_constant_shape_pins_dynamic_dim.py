@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint_rules import _contract as C
+from graphlint_rules import _fed_sizes as F
 from graphlint_rules._validity import TABLE, for_op
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
 from graphlint.analysis.shapes.openvino import spec_url
 from graphlint.analysis.symbolic import Poly, cancel
 from graphlint.ir import ONNX, OPENVINO
-from graphlint.rule import Finding, Rule, RuleContext, Severity, quote_node
+from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote_node
 from graphlint.target import Target
 
 
@@ -189,8 +190,46 @@ class ConstantShapePinsDynamicDim(Rule):
                         continue
                     seen_contracts.add((entry["id"], str(sym_side)))
                     tail = tail.replace("the model only runs", "the spec lets the model run only")
+            rewrite = None
+            if severity == Severity.ERROR:
+                fed = F.fed(facts, ctx.model, sym_side, const_side.value or 0, ctx.options.get("shapes"))
+                if fed.verdict == "holds":
+                    continue  # every size the user feeds is one the constant holds for
+                if fed.verdict == "fails":
+                    note += f" The given shapes include sizes where it fails ({fed.where})."
+                elif fed.verdict == "batch":
+                    note += f" {fed.where} is a batch dim, which serving fills with whatever batch arrives."
+                else:
+                    severity, contract, note, rewrite = _not_known_fed(ctx, facts, sym_side, const_side, note)
             yield ctx.finding(
                 n,
                 f"{quote_node(n)} {what}; {tail}.{note}",
-                value=e.va, severity=severity, symbol=str(sym_side), pinned_value=pinned, **contract,
+                value=e.va, severity=severity, symbol=str(sym_side), pinned_value=pinned, rewrite=rewrite,
+                **contract,
             )
+
+
+def _not_known_fed(ctx: RuleContext, facts: ShapeFacts, side: Poly, const: Poly,
+                   note: str) -> tuple[Severity, dict, str, Rewrite | None]:
+    """A pin on dims other than batch, with no shapes given: every engine runs the model at the size
+    it holds for, and whether other sizes will be fed is unknown (a warning naming that size)."""
+    bases = F.base_symbols(facts, ctx.model, side.symbols)
+    sizes = F.working_sizes(side, const.value or 0, len(bases))
+    rewrite = None
+    if sizes:
+        said = " = ".join(bases) + " = " + (str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}..{sizes[-1]}")
+        note += (f" It runs only at {said} (the size it was exported for); nothing says other sizes will be fed: "
+                 "give them with --shapes (or the configured shapes) to check them, or pin the declared dims.")
+        inputs = {v.name: v for v in ctx.model.graph.inputs}
+        pins: dict[str, list] = {}
+        for inp, axis in bases.values():
+            shape = pins.setdefault(inp, ["?" if d is None else d for d in inputs[inp].shape or ()])
+            shape[axis] = F.roundest(sizes)
+        if len(pins) == 1:  # the rewrite pins one input; several name their sizes in the message only
+            (inp, shape), = pins.items()
+            rewrite = Rewrite("fix-input-shape", {"input": inp, "shape": shape}, safe=False,
+                              description=f"Pin '{inp}' to the size the model holds for: {shape}.")
+    else:
+        note += (" Nothing says other sizes will be fed: give them with --shapes (or the configured shapes) "
+                 "to check them.")
+    return Severity.WARNING, C.props(unknown=["fed sizes"]), note, rewrite

@@ -47,9 +47,11 @@ def corpus_ir(mid: str) -> str:
     return path
 
 
-def gl3003(path: str) -> list:
-    res = lint_paths([path], LintOptions(targets=["openvino"])).results
-    return [f for r in res for f in r.findings if f.rule_id == "GL3003"]
+def gl3003(path: str, shapes: list[str] | None = None) -> list:
+    from graphlint.shapes_spec import parse_profiles
+
+    opts = LintOptions(targets=["openvino"], rule_options={"shapes": parse_profiles(shapes or [])})
+    return [f for r in lint_paths([path], opts).results for f in r.findings if f.rule_id == "GL3003"]
 
 
 def bound(dim, env: dict[str, int]) -> int | None:
@@ -99,12 +101,18 @@ def agree_with_openvino(path: str, shapes: dict[str, tuple[int, ...]]) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("mid", PINNED)
 def test_pin_on_corpus_ir_is_an_error(mid):
-    inp, _, _, layer, const, symbol, _ = PINNED[mid]
-    found = gl3003(corpus_ir(mid))
+    """An error when the given shapes include the other size; without shapes, which sizes will be fed
+    is unknown (every engine runs the IR at its export size): a warning naming the size that runs."""
+    inp, declared, other, layer, const, symbol, _ = PINNED[mid]
+    profile = f"{inp}:{'x'.join(map(str, declared))},{'x'.join(map(str, declared))},{'x'.join(map(str, other))}"
+    found = gl3003(corpus_ir(mid), [profile])
     assert [(f.node, f.severity.label) for f in found] == [(layer, "error")], found
     f = found[0]
     assert symbol in f.message and f"constant {const}" in f.message and f"input '{inp}'" in f.message
     assert f.properties["basis"].startswith("document:https://docs.openvino.ai/2026/"), f.properties
+    (w,) = gl3003(corpus_ir(mid))
+    assert w.severity.label == "warning" and w.properties["unknown"] == ["fed sizes"]
+    assert f"runs only at {symbol}" in w.message and w.rewrite is not None
 
 
 @pytest.mark.slow

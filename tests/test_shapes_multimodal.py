@@ -319,8 +319,11 @@ def test_reshape_that_folds_the_batch_into_another_axis(tmp_path):
 
 def test_position_table_pins_the_patch_grid_of_a_dynamic_image(tmp_path):
     """A ViT exported with height/width dynamic: the 17-row position table pins the patch count
-    that a stride-8 Conv makes of them. ONNX Runtime fails at 64x64; GL3003 says so, as an error,
-    because the input names the dims it declares dynamic. Unnamed, the same is a warning."""
+    that a stride-8 Conv makes of them. ONNX Runtime fails at 64x64. GL3003 says so as an error when
+    the given shapes include such a size; without shapes it is a warning that names the sizes that
+    run (every engine runs the model at its export size, and whether others will be fed is unknown)
+    and offers to pin them; shapes that stay at the working size give no finding. Unnamed dims: a
+    warning."""
     import glob
     import os
 
@@ -333,9 +336,15 @@ def test_position_table_pins_the_patch_grid_of_a_dynamic_image(tmp_path):
     sess.run(None, {"x": np.zeros((1, 3, 32, 32), np.float32)})
     with pytest.raises(Exception, match=r"(?i)broadcast"):
         sess.run(None, {"x": np.zeros((1, 3, 64, 64), np.float32)})
-    (f,) = lint(path, "ort", "GL3003")
+    (f,) = lint(path, "ort", "GL3003", shapes=["x:1x3x32x32,1x3x32x32,1x3x64x64"])
     assert f.severity.label == "error" and "'(height - 8)//8'" in f.message and "17" in f.message
     assert f.properties["basis"].startswith("document:https://github.com/onnx/onnx/blob/v")
+    assert "given shapes include sizes where it fails" in f.message
+    assert lint(path, "ort", "GL3003", shapes=["x:1x3x32x32,2x3x32x32,4x3x32x32"]) == []
+    (w,) = lint(path, "ort", "GL3003")
+    assert w.severity.label == "warning" and w.properties["unknown"] == ["fed sizes"]
+    assert "runs only at height = width = 32..39" in w.message
+    assert w.rewrite.name == "fix-input-shape" and w.rewrite.params["shape"][2:] == [32, 32]
     m = onnx.load(path)
     for d in m.graph.input[0].type.tensor_type.shape.dim[2:]:
         d.dim_param = ""  # what exporters write when they were not told the dims' names

@@ -242,10 +242,11 @@ class DoubleToFloat(Pass):
         return PassResult(model, bool(changes), changes, imap)
 
 
-def parse_shape(shape: Any) -> tuple[int, ...]:
+def parse_shape(shape: Any) -> tuple[int | str, ...]:
+    """``1x3x224x224`` or a list; a named dim in a list (``["batch", 3, 32, 32]``) stays dynamic."""
     if isinstance(shape, str):
         return tuple(int(d) for d in shape.lower().split("x"))
-    return tuple(int(d) for d in shape)
+    return tuple(d if isinstance(d, str) else int(d) for d in shape)
 
 
 @register_pass
@@ -258,7 +259,7 @@ class FixInputShape(Pass):
     def apply(self, model: onnx.ModelProto, requests: list[dict[str, Any]], ctx: FixContext) -> PassResult:
         g = model.graph
         changes, skipped = [], []
-        plan: dict[str, tuple[int, ...]] = {}
+        plan: dict[str, tuple[int | str, ...]] = {}
         for r in requests:
             if r.get("input"):
                 shp = r.get("shape") or ctx.shapes.get(r["input"])
@@ -276,15 +277,17 @@ class FixInputShape(Pass):
             if len(dims) != len(shape):
                 skipped.append(f"{name!r}: rank {len(dims)} but shape {list(shape)} given")
                 continue
-            clash = [(d.dim_value, s) for d, s in zip(dims, shape, strict=True) if d.HasField("dim_value") and d.dim_value != s]
+            clash = [(d.dim_value, s) for d, s in zip(dims, shape, strict=True)
+                     if d.HasField("dim_value") and isinstance(s, int) and d.dim_value != s]
             if clash:
                 skipped.append(f"{name!r}: static dims {clash} disagree with {list(shape)}")
                 continue
             if all(d.HasField("dim_value") for d in dims):
                 continue
             for d, s in zip(dims, shape, strict=True):
-                d.Clear()
-                d.dim_value = s
+                if isinstance(s, int):
+                    d.Clear()
+                    d.dim_value = s
             changes.append(f"input {name!r}: shape fixed to {'x'.join(map(str, shape))}")
         if changes:
             gu.clear_value_info(model)

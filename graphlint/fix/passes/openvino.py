@@ -118,7 +118,7 @@ class FixInputShapeIR(Pass):
     def apply(self, model: IRModel, requests: list[dict[str, Any]], ctx: FixContext) -> PassResult:
         from graphlint.fix.passes.contracts import parse_shape
 
-        plan: dict[str, tuple[int, ...]] = {}
+        plan: dict[str, tuple[int | str, ...]] = {}
         for r in requests:
             if r.get("input") and (r.get("shape") or r["input"] in ctx.shapes):
                 plan[r["input"]] = parse_shape(r.get("shape") or ctx.shapes[r["input"]])
@@ -139,7 +139,7 @@ class FixInputShapeIR(Pass):
                 if tuple(ps.to_shape()) != want:
                     skipped.append(f"{name!r}: already static {list(ps.to_shape())}, not {list(want)}")
                 continue
-            reshape[port] = list(want)
+            reshape[port] = [d if isinstance(d, int) else -1 for d in want]  # a named dim stays dynamic
             changes.append(f"input {name!r}: shape {ps} -> {'x'.join(map(str, want))}")
         for name in plan:
             if not any(name in p.get_names() for p in ovm.inputs):
