@@ -33,7 +33,7 @@ from graphlint.target import Target
 __all__ = ["CONSTRAINT", "DTYPE", "FUSED", "TRAP", "UNSUPPORTED", "Issue", "Support", "accepts", "emit", "message"]
 
 
-@analysis("support", requires=("all_nodes",))
+@analysis("support", requires=("all_nodes", "shapes"))
 def support(ctx: AnalysisContext) -> Support:
     model, target = ctx.model, ctx.target
     table = target.data("support")
@@ -43,7 +43,9 @@ def support(ctx: AnalysisContext) -> Support:
         return Support(issues, 0, rel)  # OpenVINO IR: native ops, nothing to translate
     fn, screen = EVALUATORS[table["kind"]]
     functions = model.functions
-    memo: dict[Any, Any] = {}  # op-level facts the evaluator derives once per run, not once per node
+    # op-level facts the evaluator derives once per run, not once per node; the symbolic shapes,
+    # for the dims ONNX inference leaves unknown (which ranks OpenVINO infers: dynrank)
+    memo: dict[Any, Any] = {"shapes": ctx.analysis("shapes")}
     # A model-local function call is not evaluated: engines inline the body, whose nodes are.
     nodes = ctx.analysis("all_nodes")
     inlined = functions if table.get("local_functions", True) else {}  # OpenVINO 2026.4 expands none

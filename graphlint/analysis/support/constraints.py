@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graphlint.analysis.shapes import ShapeFacts
 from graphlint.analysis.support.common import (
     CONSTRAINT,
     TENSOR_TYPES,
@@ -45,14 +46,21 @@ def checks(*kinds: str) -> Callable[[Checker], Checker]:
     return register
 
 
-def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str) -> list[Issue]:
+# Checkers that also read the symbolic shape analysis (passed as ``shapes`` by the evaluator).
+WITH_SHAPES: set[str] = set()
+
+
+def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str,
+                      shapes: ShapeFacts | None = None) -> list[Issue]:
     out: list[Issue] = []
     for c in constraints:
         when = c.get("when")
         if when and any(attr(node, k) != v for k, v in when.items()):
             continue
         checker = CHECKERS.get(c["kind"])
-        res = checker(node, c) if checker is not None else None
+        if checker is None:
+            continue
+        res = checker(node, {**c, "_shapes": shapes}) if c["kind"] in WITH_SHAPES else checker(node, c)
         if res is None:
             continue
         reason, name = res
@@ -317,11 +325,24 @@ def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
     """The engine infers a dynamic rank for the input (If branches of different rank, see dynrank)."""
     for i in c["inputs"]:
         v = named_input(node, i)
-        if v is not None and engine_rank(v) == DYNAMIC:
+        if v is not None and engine_rank(v, c["_shapes"]) == DYNAMIC:
             return (f"input {input_name(node, i)} ('{v.name}') has a rank the engine cannot infer: it comes from an "
                     "If whose branches differ in rank and whose condition is known only at run time; the engine "
                     "needs a static rank here", f"rank:{input_name(node, i)}")
     return None
+
+
+@checks("static_output_rank")
+def _static_output_rank(node: Node, c: dict[str, Any]) -> Verdict:
+    """The engine infers a dynamic rank for the node's own output (an If whose branches differ in rank)."""
+    for k, v in enumerate(node.outputs):
+        if v is not None and v.name and engine_rank(v, c["_shapes"]) == DYNAMIC:
+            return (f"output {k} ('{v.name}') has a rank the engine cannot infer: the branches differ in rank and "
+                    "the condition is known only at run time; the engine needs a static rank", f"rank:output{k}")
+    return None
+
+
+WITH_SHAPES.update({"static_rank", "static_output_rank"})
 
 
 @checks("body_passthrough")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from graphlint.analysis.shapes import ShapeFacts
 from graphlint.analysis.support.common import outer_value
 from graphlint.ir import Node, Value
 
@@ -41,11 +42,15 @@ _POOLS = frozenset({"Conv", "MaxPool", "AveragePool"})
 
 
 class _Walk:
-    """One question's walk over the graph; results memoized per value (graphs share subexpressions)."""
+    """One question's walk over the graph; results memoized per value (graphs share subexpressions).
 
-    def __init__(self) -> None:
+    ``shapes`` (the symbolic shape analysis, when the caller has it) tells dims that ONNX inference
+    left unknown, such as those of a Reshape to a computed shape."""
+
+    def __init__(self, shapes: ShapeFacts | None = None) -> None:
         self.ranks: dict[int, Rank] = {}
         self.floors: dict[tuple[int, int], int | None] = {}
+        self.shapes = shapes
 
     def engine_rank(self, v: Value | None, depth: int = 64) -> Rank:
         if v is None or depth <= 0:
@@ -58,6 +63,10 @@ class _Walk:
 
     def _rank(self, v: Value, depth: int) -> Rank:
         p = v.producer
+        if (p is None and v.const is not None) or (p is not None and p.op_type == "Constant"):
+            value = folded(v)
+            if value is not None and value.size == 0:
+                return 0  # the frontend makes an empty constant a scalar (a (0, 4, 1, 8) one becomes [])
         if p is None:
             return v.rank
         if p.op_type == "If":
@@ -110,8 +119,10 @@ class _Walk:
         if x is None or y is None:
             return False
         cx, cy = folded(x), folded(y)
-        side, const = (y, cx) if cx is not None else (x, cy) if cy is not None else (None, None)
-        if side is None or const is None or const.size != 1:
+        if cx is None and cy is None:  # two run-time dims: intervals [lo, inf) overlap, so bounds never fold
+            return all(self._dynamic_dim(_through(i, _RESHAPE_VIEW), depth) for i in (x, y))
+        side, const = (y, cx) if cx is not None else (x, cy)
+        if const.size != 1:
             return False
         side = _through(side, _RESHAPE_VIEW)
         if _is_graph_input(side):  # run-time data: its bounds are the type's whole range
@@ -132,6 +143,38 @@ class _Walk:
             floor = self.dim_floor(src, int(idx.reshape(-1)[0]), depth)
             return floor is not None and int(const.reshape(-1)[0]) >= floor
         return False
+
+    def _dynamic_dim(self, side: Value, depth: int) -> bool:
+        """``side`` is one dim of a value (``Gather(Shape(x), i)``, or a one-element ``Slice`` of the
+        Shape: what torch exports ``x.size(-2)`` as) whose engine bounds stay open above."""
+        q = side.producer
+        if q is None or q.op_type not in ("Gather", "Slice") or q.input(0) is None:
+            return False
+        shp = _through(q.input(0), frozenset({"Identity"}))
+        if shp.producer is None or shp.producer.op_type != "Shape" or shp.producer.attrs.get("start"):
+            return False
+        if q.op_type == "Gather":
+            idx = folded(q.input(1)) if q.input(1) is not None else None
+            if idx is None or idx.size != 1:
+                return False
+            axis = int(idx.reshape(-1)[0])
+        else:
+            starts, ends = (folded(q.input(i)) if q.input(i) is not None else None for i in (1, 2))
+            if starts is None or ends is None or starts.size != 1 or ends.size != 1:
+                return False
+            start, end = int(starts.reshape(-1)[0]), int(ends.reshape(-1)[0])
+            if end != start + 1 and not (start == -1 and end >= 2**30):
+                return False
+            axis = start
+        src = outer_value(shp.producer.input(0))
+        if self.engine_rank(src, depth) == DYNAMIC or self.dim_floor(src, axis, depth) is not None:
+            return True
+        dims = self.shapes.shapes.get(src) if self.shapes is not None and src.shape is None else None
+        if dims is None or not -len(dims) <= axis < len(dims) or dims[axis] is None:
+            return False
+        # a dim that grows with a dynamic input dim: the engine's bounds for it are open above
+        d = dims[axis]
+        return not d.is_const and all(c > 0 for mono, c in d.terms if mono)
 
     def _length_unknown(self, v: Value | None, depth: int) -> bool:
         """``v`` is of dynamic rank, or the shape of such a value (a 1-D tensor of dynamic length):
@@ -263,9 +306,9 @@ class _Walk:
         return total if cat % (p.outputs[0].rank or 1) == axis else (max(floors) if floors else None)
 
 
-def engine_rank(v: Value | None) -> Rank:
+def engine_rank(v: Value | None, shapes: ShapeFacts | None = None) -> Rank:
     """The rank the engine infers for ``v``: an int, DYNAMIC (shown), or None (not shown)."""
-    return _Walk().engine_rank(v)
+    return _Walk(shapes).engine_rank(v)
 
 
 def cannot_fold(c: Value) -> bool:

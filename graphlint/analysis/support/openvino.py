@@ -57,7 +57,7 @@ def _ov(node: Node, target: Target, table: dict[str, Any], model: Model | None, 
                 break
     constraints = entry.get("constraints")
     if constraints:
-        out.extend(check_constraints(node, constraints, _ov_source(target, table, entry, node)))
+        out.extend(check_constraints(node, constraints, _ov_source(target, table, entry, node), memo.get("shapes")))
     return out
 
 

@@ -106,7 +106,11 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
         "If": [_c("input_rank", "Check 'if_condition_rank.compatible(1) || if_condition_rank.compatible(0)' "
                   "failed (ov::op::v8::If, https://github.com/openvinotoolkit/openvino/blob/releases/2026/4/src/"
                   "core/src/op/if.cpp): the condition must be a scalar or 1-D; ONNX allows any one-element tensor",
-                  _FE, inputs=[0], ranks=[0, 1])],
+                  _FE, inputs=[0], ranks=[0, 1]),
+               _c("static_output_rank", "CPU plug-in doesn't support If operation with dynamic rank (Check "
+                  "'!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:108 in 2026.4.1: every "
+                  "CPU node needs outputs of static rank; ov::op::v8::If merges branches of different rank into a "
+                  "dynamic rank unless its condition folds)", _CPU)],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
                      "ceil(length / num_outputs) leave the last one empty on the static split axis", _FE)],
         **{op: [_c("const_input", "CPU plug-in doesn't support ReduceSum with dynamic rank (run-time axes of "
