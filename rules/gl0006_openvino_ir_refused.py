@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import re
 from collections.abc import Iterator
 
@@ -10,6 +12,12 @@ from graphlint_rules import _contract as C
 
 from graphlint.ir import OPENVINO, Node
 from graphlint.rule import Finding, Rule, RuleContext, Severity, quote
+from graphlint.target import data_dir
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 _OPSET = re.compile(r"opset\d+")
 FACTS = "openvino_ir.toml"  # what the reader refuses besides operations (the basis of these errors)
@@ -33,7 +41,10 @@ class OpenvinoIrRefused(Rule):
     the operation with type: ...", "Can not find input port with id 7 in layer ...",
     "... is inconsistent!"), so an IR damaged by hand edits, a truncated copy or a tool that
     writes IR itself cannot be loaded at all. A layer from a custom opset loads only when the
-    extension that defines it is added with `core.add_extension` (a warning), and a missing
+    extension that defines it is added with `core.add_extension` (a warning), except a type that
+    OpenVINO's own ONNX frontend makes internally and `save_model` writes as opset `extension`
+    (`GroupQueryAttention` from onnxruntime-genai builds): no extension defines it, so such an IR
+    cannot be read back at all (an error; `rules/data/openvino_ir.toml#ir-internal-op`). A missing
     optional input silently falls back to the operation's default (a warning).
 
     ## Example
@@ -100,6 +111,12 @@ class OpenvinoIrRefused(Rule):
             yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) names {version}, which "
                                     f"{engine} does not have (its opsets end at {max(table['opsets'], key=_n)}); "
                                     f"read_model refuses it.", kind="type", **opsets)
+        elif version == "extension" and node.op_type in _internal_types():
+            yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) is an operation {engine}'s own "
+                                    f"ONNX frontend makes internally, written with opset 'extension': no extension "
+                                    f"defines it, so read_model refuses the IR (read the ONNX file instead, or "
+                                    f"convert it where it is compiled).", kind="type",
+                              **C.props(C.fact_basis(FACTS, "ir-internal-op")))
         else:
             yield ctx.finding(node, f"Layer {quote(node.name)} (type {node.op_type}) is from opset {version!r}, "
                                     f"which {engine} does not define: read_model refuses it unless an extension "
@@ -133,6 +150,15 @@ class OpenvinoIrRefused(Rule):
             yield ctx.finding(node, f"Layer {quote(node.name)} ({node.op_type}) declares input port(s) "
                                     f"{', '.join(str(i) for i in range(first_gap, len(inputs)))} with no <edge>: "
                                     f"{why}.", severity=Severity.WARNING, kind="ports")
+
+
+@functools.cache
+def _internal_types() -> frozenset[str]:
+    """Operation types OpenVINO's frontends create internally and save_model writes as 'extension'."""
+    path = os.path.join(data_dir(), FACTS)
+    with open(path, "rb") as f:
+        facts = tomllib.load(f)["fact"]
+    return frozenset(next(f for f in facts if f["id"] == "ir-internal-op")["types"])
 
 
 def _refused(pair: tuple[str, str], table: dict) -> bool:
