@@ -65,14 +65,31 @@ def symbolic(specs: list) -> bool:
     return any(not (isinstance(d, int) and d > 0) for s in specs for d in s.dims)
 
 
-def feeds_for(onnx_path: str, entry: dict) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """Inputs at the declared shape and at another legal one (None: the model has no other)."""
+def _specs(path: str) -> tuple[list, dict[str, int]]:
+    """Input specs and token-id bounds of an ONNX file, or of an IR (.xml: no bounds)."""
+    if path.endswith(".xml"):
+        import openvino as ov
+
+        from graphlint.fix.verify import _ir_inputs
+
+        return _ir_inputs(ov.Core().read_model(path)), {}
     import onnx
 
-    from graphlint.fix.verify import _index_bounds, _onnx_inputs, make_feeds
+    from graphlint.fix.verify import _index_bounds, _onnx_inputs
 
-    model = onnx.load(onnx_path, load_external_data=False)
-    specs, bounds = _onnx_inputs(model), _index_bounds(model)
+    model = onnx.load(path, load_external_data=False)
+    return _onnx_inputs(model), _index_bounds(model)
+
+
+def feeds_for(path: str, entry: dict) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """Inputs at the declared shape and at another legal one (None: the model has no other).
+
+    ``path`` is the ONNX file (an IR's source), or an IR written directly (optimum-intel), whose
+    manifest entry then gives every input's shape. String inputs (skl2onnx text pipelines) take
+    their ``values`` from the entry, repeated to the shape."""
+    from graphlint.fix.verify import make_feeds
+
+    specs, bounds = _specs(path)
     out = []
     for alt in (False, True):
         hints = entry.get("alt_shapes" if alt else "shapes")
@@ -81,9 +98,13 @@ def feeds_for(onnx_path: str, entry: dict) -> tuple[dict[str, np.ndarray], dict[
         if alt and not symbolic(specs) and not entry.get("alt_shapes"):
             out.append(None)
             continue
-        f = make_feeds(specs, shapes(specs, hints, alt), bounds, seed=1 if alt else 0)
+        sizes = shapes(specs, hints, alt)
+        f = make_feeds([s for s in specs if s.dtype.kind != "O"], sizes, bounds, seed=1 if alt else 0)
+        kinds = {s.name: s.dtype for s in specs}
         for name, value in entry.get("values", {}).items():
-            f[name] = np.asarray(value, dtype=f[name].dtype).reshape(f[name].shape)
+            flat = np.asarray(value, dtype=kinds[name] if kinds[name].kind == "O" else f[name].dtype).ravel()
+            count = int(np.prod(sizes[name], dtype=np.int64))
+            f[name] = np.resize(flat, count).reshape(sizes[name])
         out.append(f)
     return out[0], out[1]
 

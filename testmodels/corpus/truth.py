@@ -98,6 +98,9 @@ def record(m: Model) -> dict:
                  "shapes": {"declared": _shape_summary(base), "other": _shape_summary(alt)}}
     if m.heldout:
         row["heldout"] = True
+    if m.source == "pipeline":
+        row["pipeline"] = m.entry["name"]
+        row["tools"] = m.entry["tools"]
     if m.format == "onnx":
         row["facts"] = _onnx_facts(m)
         row["ort"] = engines.ort_truth(m.path, base, alt)
@@ -105,7 +108,8 @@ def record(m: Model) -> dict:
         row["trt_doc"] = trtdoc.judge(m.path, doc) if doc else None
     else:
         row["facts"] = _ir_facts(m)
-        row["from"] = os.path.basename(m.onnx)[:-5]
+        if m.onnx.endswith(".onnx"):  # an IR converted here; a pipeline's own IR has no ONNX source
+            row["from"] = os.path.basename(m.onnx)[:-5]
     row["openvino"] = engines.openvino_truth(m.path, base, alt)
     return row
 
