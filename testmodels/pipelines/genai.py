@@ -22,6 +22,12 @@ src/generators.cpp ``IsPastPresentShareBufferEnabled``). The first step feeds th
 attention_mask [1, 9]); past_key_values.N.* are [1, kv_heads, max_length, head_size] at both.
 Each build is also run two generation steps by onnxruntime-genai itself before it is kept.
 
+The Llama and Gemma fp32 builds are also converted to OpenVINO IR the way a user would
+(``ov.save_model(ov.convert_model("model.onnx"), "model.xml")``, openvino 2026.4.1): conversion
+and compilation work, but the saved IR writes GroupQueryAttention (the one com.microsoft op kept
+whole; the layer norms and MatMuls become opset1-8 layers) as ``version="extension"`` layers
+that ``Core().read_model`` cannot create.
+
 Must not import graphlint (it is not installed in this venv).
 """
 
@@ -41,9 +47,10 @@ import torch
 PROMPT = 8  # prompt tokens at the first step
 VOCAB = 256
 KEEP = ("model.onnx", "model.onnx.data", "genai_config.json")
+IR_FAMILIES = {"llama", "gemma"}  # fp32 builds also saved as OpenVINO IR
 HELDOUT = {"gemma"}  # whole family held out (both precisions), chosen before any linting
 TOOLS = ("onnxruntime-genai", "onnxruntime", "onnx", "onnx-ir", "torch", "transformers", "safetensors",
-         "tokenizers", "numpy")
+         "tokenizers", "numpy", "openvino")
 MAX_FILE = 3 * 1024 * 1024
 
 
@@ -95,6 +102,14 @@ def _build(hf: str, out: str, precision: str, cache: str) -> list[str]:
         if name not in KEEP:
             os.remove(os.path.join(out, name))
     return cmd
+
+
+def _save_ir(folder: str) -> str:
+    """ONNX build -> OpenVINO IR with the defaults a user gets (fp16-compressed weights)."""
+    import openvino as ov
+
+    ov.save_model(ov.convert_model(os.path.join(folder, "model.onnx")), os.path.join(folder + "_ir", "model.xml"))
+    return "ov.save_model(ov.convert_model(model.onnx), model.xml)"
 
 
 def _genai_steps(folder: str) -> list[int]:
@@ -183,6 +198,14 @@ def main(outdir: str) -> None:
                     "shapes": first,
                     "alt_shapes": later,
                 })
+                if family in IR_FAMILIES and precision == "fp32":
+                    call = _save_ir(out)
+                    models.append({**models[-1], "id": f"pl_genai_{family}_{precision}_ir",
+                                   "file": f"{sub}_ir/model.xml",
+                                   "pipeline": f"{models[-1]['pipeline']}; then openvino {call}",
+                                   "kind": (f"OpenVINO IR (fp16-compressed weights) of the {sub} build, "
+                                            'GroupQueryAttention saved as version="extension" layers; '
+                                            "same inputs, alt_shapes is the second generation step")})
     for root, _, files in os.walk(outdir):
         for name in files:
             size = os.path.getsize(os.path.join(root, name))
