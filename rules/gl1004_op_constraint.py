@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint.analysis.support import CONSTRAINT, emit
+from graphlint.ir import ONNX, OPENVINO
 from graphlint.rule import Finding, Rule, RuleContext, Severity
 
 
@@ -19,8 +20,11 @@ class OpConstraint(Rule):
     `axis`, OneHot `depth`, Dropout `training_mode` false), unsupported optional inputs/outputs
     (MaxPool `Indices`, LayerNormalization mean/inv_std_dev), rank limits (2-D/3-D pooling,
     4-D GridSample), and kernel-constructor checks of ONNX Runtime and OpenVINO (batch-wise RNN
-    layout, frontend checks that an input is constant). `seed` on random ops is a warning: it is
-    ignored, not refused.
+    layout, frontend checks that an input is constant, an If whose output rank OpenVINO cannot
+    infer). `seed` on random ops is a warning: it is ignored, not refused. On OpenVINO IR, the one
+    check that survives conversion: an If whose bodies' Results differ in rank under a run-time
+    condition, which OpenVINO's CPU plugin does not compile (optimum's merged T5/Whisper decoders,
+    DeBERTa-v2/v3 exports, saved as IR).
 
     ## Why it matters
     The op exists on the engine, so op-level support tables say "fine"; the build still fails,
@@ -39,6 +43,7 @@ class OpConstraint(Rule):
     name = "op-constraint"
     severity = Severity.ERROR
     requires = ("support",)
+    dialects = frozenset({ONNX, OPENVINO})
     source = "rules/data/support/*.json constraints (TensorRT matrix restriction cells; ORT/OpenVINO checks)"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

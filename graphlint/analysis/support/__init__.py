@@ -27,6 +27,7 @@ from graphlint.analysis.support.common import (
     Support,
     message,
 )
+from graphlint.analysis.support.ir_rank import if_rank_issues
 from graphlint.ir import ONNX, Model, Node
 from graphlint.target import Target
 
@@ -40,7 +41,9 @@ def support(ctx: AnalysisContext) -> Support:
     rel = target.profile.get("data", {}).get("support", "")
     issues: dict[Node, list[Issue]] = {}
     if not table or model.dialect != ONNX:
-        return Support(issues, 0, rel)  # OpenVINO IR: native ops, nothing to translate
+        if table and table.get("kind") == "ov-onnx-frontend":  # OpenVINO IR: native ops, but the CPU plugin's ranks
+            issues = if_rank_issues(model, target, table)
+        return Support(issues, 0, rel)
     fn, screen = EVALUATORS[table["kind"]]
     functions = model.functions
     # op-level facts the evaluator derives once per run, not once per node; the symbolic shapes,
@@ -76,7 +79,7 @@ def emit(ctx: Any, category: str) -> list[Any]:
     for node, issue in sup.by_category(category):
         props = {"constraint": issue.constraint, "source": issue.source, "domain": node.domain,
                  "opset": node.opset, **{k: v for k, v in issue.extra.items() if k != "value"}}
-        if issue.rejects:  # the severity contract (docs/severity.md): the table entry that decides
+        if issue.rejects and "basis" not in props:  # the severity contract (docs/severity.md): the deciding entry
             key = (node.op_type if sup.table.startswith("support/trt") else
                    "local_functions" if issue.constraint == "function" else f"{node.domain}/{node.op_type}")
             props["basis"] = f"support-table:rules/data/{sup.table}#{key}"
