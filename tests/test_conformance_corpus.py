@@ -111,24 +111,30 @@ PARTS = {
     "heldout": lambda m: m.heldout and m.source != "pipeline",
     "pipeline": lambda m: m.source == "pipeline",
     "pipeline-heldout": lambda m: m.heldout and m.source == "pipeline",
+    "pipeline-seen": lambda m: not m.heldout and m.source == "pipeline",  # what the rules may be tuned on
 }
 
 
-@functools.cache
-def _all_rows() -> tuple[dict, ...]:
-    models = corpus()
-    done = isolated_map(judge, models, key=lambda m: m.id, on_crash=_crashed,
-                        jobs=max(2, min(4, os.cpu_count() or 2)))
-    recorded = truth.load()["models"]
-    for mid, row in done.items():  # without the TensorRT document here, its verdicts as recorded
-        if row["truth"].get("format") == "onnx" and row["truth"].get("trt_doc") is None and mid in recorded:
-            row["truth"]["trt_doc"] = recorded[mid].get("trt_doc")
-    return tuple(done[m.id] for m in models)
+_JUDGED: dict[str, dict] = {}  # model id -> row, each model judged once per session whatever parts ask
 
 
 def rows(part: str = "all") -> tuple[dict, ...]:
-    keep = {m.id for m in corpus() if PARTS[part](m)}
-    return tuple(r for r in _all_rows() if r["id"] in keep)
+    models = [m for m in _corpus() if PARTS[part](m)]
+    todo = [m for m in models if m.id not in _JUDGED]
+    if todo:
+        done = isolated_map(judge, todo, key=lambda m: m.id, on_crash=_crashed,
+                            jobs=max(2, min(4, os.cpu_count() or 2)))
+        recorded = truth.load()["models"]
+        for mid, row in done.items():  # without the TensorRT document here, its verdicts as recorded
+            if row["truth"].get("format") == "onnx" and row["truth"].get("trt_doc") is None and mid in recorded:
+                row["truth"]["trt_doc"] = recorded[mid].get("trt_doc")
+        _JUDGED.update(done)
+    return tuple(_JUDGED[m.id] for m in models)
+
+
+@functools.cache
+def _corpus() -> tuple[Model, ...]:
+    return tuple(corpus())
 
 
 def _positive(row: dict, target: str) -> bool | None:

@@ -70,9 +70,15 @@ def _specs(path: str) -> tuple[list, dict[str, int]]:
     if path.endswith(".xml"):
         import openvino as ov
 
-        from graphlint.fix.verify import _ir_inputs
+        from graphlint.fix.verify import InputSpec, _ir_inputs
 
-        return _ir_inputs(ov.Core().read_model(path)), {}
+        try:
+            return _ir_inputs(ov.Core().read_model(path)), {}
+        except RuntimeError:  # an IR OpenVINO refuses (the truth records it): its Parameters as graphlint reads them
+            from graphlint.load import load_model
+
+            params = [v for v in load_model(path).graph.inputs if v.const is None]
+            return [InputSpec(v.name, np.dtype(v.dtype), list(v.shape or ())) for v in params], {}
     import onnx
 
     from graphlint.fix.verify import _index_bounds, _onnx_inputs
@@ -102,6 +108,8 @@ def feeds_for(path: str, entry: dict) -> tuple[dict[str, np.ndarray], dict[str, 
         f = make_feeds([s for s in specs if s.dtype.kind != "O"], sizes, bounds, seed=1 if alt else 0)
         kinds = {s.name: s.dtype for s in specs}
         for name, value in entry.get("values", {}).items():
+            if name not in kinds:  # an input the file does not have (the converter dropped or renamed it)
+                continue
             flat = np.asarray(value, dtype=kinds[name] if kinds[name].kind == "O" else f[name].dtype).ravel()
             count = int(np.prod(sizes[name], dtype=np.int64))
             f[name] = np.resize(flat, count).reshape(sizes[name])
@@ -119,17 +127,24 @@ def _verdict(rec: dict[str, Any], load_keys: tuple[str, ...]) -> str:
     return "accepts"
 
 
-def _runs(rec: dict, base: dict, alt: dict | None, run) -> None:
-    """Fill run / run_alt of ``rec`` with None (ok) or the error's first line."""
+def _runs(rec: dict, base: dict, alt: dict | None, run, empty_ok: dict[str, set[int]] | None = None,
+          sizes: dict[str, list[int]] | None = None) -> None:
+    """Fill run / run_alt of ``rec`` with None (ok) or the error's first line.
+
+    With ``empty_ok`` (OpenVINO), an empty output from non-empty inputs is a wrong result, not a run
+    (OpenVINO CPU returns batch 0 instead of failing a broadcast it cannot do), except the outputs
+    ONNX Runtime also gave empty on the same feeds (optimum's merged seq2seq decoders return empty
+    dummy encoder caches from the cached branch by design). ``sizes`` collects each run's output sizes."""
     for key, f in (("run", base), ("run_alt", alt)):
         if f is None:
             rec[key] = SAME
             continue
         try:
             outs = [np.asarray(o) for o in run(f)]
-            empty = [list(o.shape) for o in outs if o.size == 0]
-            # an empty output from non-empty inputs is a wrong result, not a run (OpenVINO CPU
-            # returns batch 0 instead of failing a broadcast it cannot do)
+            if sizes is not None:
+                sizes[key] = [o.size for o in outs]
+            ok = empty_ok.get(key, set()) if empty_ok is not None else None
+            empty = [list(o.shape) for i, o in enumerate(outs) if o.size == 0 and ok is not None and i not in ok]
             rec[key] = f"wrong output: empty tensor of shape {empty[0]}" if empty else None
         except Exception as e:
             rec[key] = first_line(e)
@@ -138,7 +153,12 @@ def _runs(rec: dict, base: dict, alt: dict | None, run) -> None:
                 break
 
 
-def ort_truth(path: str, base: dict, alt: dict | None) -> dict:
+def empty_outputs(sizes: dict[str, list[int]]) -> dict[str, set[int]]:
+    """Per run, the outputs ONNX Runtime gave empty (what an OpenVINO run may give empty too)."""
+    return {k: {i for i, n in enumerate(v) if n == 0} for k, v in sizes.items()}
+
+
+def ort_truth(path: str, base: dict, alt: dict | None, sizes: dict[str, list[int]] | None = None) -> dict:
     rec: dict[str, Any] = {"load": None, "run": None, "run_alt": None}
     try:
         sess = ort_session(path)
@@ -146,13 +166,14 @@ def ort_truth(path: str, base: dict, alt: dict | None) -> dict:
         rec["load"] = first_line(e)
         rec["run"] = rec["run_alt"] = "not run"
     else:
-        _runs(rec, base, alt, lambda f: sess.run(None, f))
+        _runs(rec, base, alt, lambda f: sess.run(None, f), sizes=sizes)
     rec["verdict"] = _verdict(rec, ("load",))
     return rec
 
 
-def openvino_truth(path: str, base: dict, alt: dict | None) -> dict:
-    """OpenVINO on an ONNX file or an IR (.xml); feeds are the source ONNX model's."""
+def openvino_truth(path: str, base: dict, alt: dict | None, ort_sizes: dict[str, list[int]] | None = None) -> dict:
+    """OpenVINO on an ONNX file or an IR (.xml); feeds are the source ONNX model's; ``ort_sizes``, the
+    output sizes ONNX Runtime gave on the same feeds (:func:`_runs`)."""
     import openvino as ov
 
     from graphlint.fix.verify import OPENVINO_F32
@@ -172,6 +193,7 @@ def openvino_truth(path: str, base: dict, alt: dict | None) -> dict:
     if compiled is None:
         rec["run"] = rec["run_alt"] = "not run"
     else:
-        _runs(rec, base, alt, lambda f: list(compiled.infer_new_request(f).values()))
+        _runs(rec, base, alt, lambda f: list(compiled.infer_new_request(f).values()),
+              empty_ok=empty_outputs(ort_sizes or {}))
     rec["verdict"] = _verdict(rec, ("read", "compile"))
     return rec
