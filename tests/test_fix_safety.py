@@ -226,3 +226,25 @@ def test_original_that_no_engine_runs_is_checked_structurally_and_says_so(tmp_pa
     assert "does not run in onnxruntime" in note and "acme.custom" in note
     assert "checked instead: onnx.checker full check and strict shape inference" in note
     assert [n.op_type for n in onnx.load(out).graph.node] == ["Relu", "Foo"]
+
+
+def test_fix_keeps_the_weights_when_openvino_checks_the_rewrite(tmp_path):
+    """The OpenVINO and large-model checks save the rewrite to a scratch file with external data;
+    that save once moved the bytes out of the very model `graphlint fix` then wrote (an optimum ViT
+    whose check fell back to OpenVINO was written 39 KB instead of 131 KB, its weights pointing at a
+    scratch file that no longer existed). The written model must load with its weights."""
+    import os
+
+    import onnx
+
+    from tests.conftest import run_cli
+
+    vit = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testmodels", "pipelines",
+                       "optimum_vision", "vit", "model.onnx")
+    out = tmp_path / "fixed.onnx"
+    res = run_cli("fix", vit, "--target", "ort", "--select", "GL3003", "--unsafe-fixes", "-o", str(out))
+    assert res.code == 0, res.err
+    fixed, original = onnx.load(str(out)), onnx.load(vit)
+    assert [d.dim_value for d in fixed.graph.input[0].type.tensor_type.shape.dim][2:] == [32, 32]
+    weights = {t.name: t.raw_data for t in original.graph.initializer}
+    assert {t.name: t.raw_data for t in fixed.graph.initializer} == weights

@@ -226,7 +226,12 @@ def _ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], workdir: str)
 def _save_scratch(model: onnx.ModelProto, workdir: str) -> str:
     folder = tempfile.mkdtemp(dir=workdir)
     path = os.path.join(folder, "model.onnx")
-    onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
+    # save_model(save_as_external_data=True) moves the tensors' bytes out of the proto it is given:
+    # saving ``model`` itself left the model later written by `graphlint fix` pointing at this
+    # scratch file's data (an optimum ViT lost its weights when OpenVINO ran the check)
+    scratch = onnx.ModelProto()
+    scratch.CopyFrom(model)
+    onnx.save_model(scratch, path, save_as_external_data=True, location="model.onnx.data")
     return path
 
 
