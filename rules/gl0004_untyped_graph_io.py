@@ -40,7 +40,8 @@ class UntypedGraphIO(Rule):
                 if v.is_constant:
                     continue  # initializers listed as inputs (IR < 4) carry their own type
                 dtype, shape = ctx.model.declared_io.get(v.name, (v.dtype, v.shape))
-                missing = [w for w, bad in (("element type", dtype is None), ("shape", shape is None)) if bad]
+                tensor = dtype is None or not dtype.endswith("_type")  # sequences and maps have no shape
+                missing = [w for w, bad in (("element type", dtype is None), ("shape", tensor and shape is None)) if bad]
                 if missing:
                     yield ctx.finding(
                         None,

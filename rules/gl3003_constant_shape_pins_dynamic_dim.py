@@ -56,18 +56,26 @@ class ConstantShapePinsDynamicDim(Rule):
     taken from the exporter's intermediate shapes where those say a number for a dynamic dim
     (torch.export can record the batch it specialized to), and a Reshape whose sides share
     symbols is solved for the rest (`seq*batch*576` to `seq*576`: batch = 1). The finding says
-    which value the dim is pinned to; a later Reshape that only inherits the pin is not repeated. An error on named dims: the input declares them dynamic, and at their other
-    values the node fails. A warning when the dims are unnamed (exporters leave dims they were
-    not told about unnamed, so whether other values are meant is unknown), for shape rules the
-    target itself does not hold (RotaryEmbedding caches on OpenVINO, `rules/data/validity.toml`),
-    and when a constant leading dim plus `-1` folds the dynamic batch into another axis
-    (`x.reshape(1, -1, D)` on `[batch, n, D]`).
+    which value the dim is pinned to; a later Reshape that only inherits the pin is not repeated.
+
+    The severity follows the sizes the user will feed (`rules/_fed_sizes.py`). An **error** when
+    `--shapes` (or the configured shapes, a TensorRT optimization profile) include a size at which
+    the node fails, or when the pinned dim is a batch dim (axis 0 or named like one: serving fills
+    it with whatever batch arrives). No finding when every given size is one the constant holds
+    for. Otherwise a **warning** (`unknown: fed sizes`) that names the sizes the model runs at and
+    offers the `fix-input-shape` rewrite pinning the declared dims to the export size: optimum
+    declares a ViT's height and width dynamic while its position table fixes them, and every
+    engine runs such a model at its config size, so the premise that other sizes will be fed is
+    unknown. Also a warning when the dims are unnamed (exporters leave dims they were not told
+    about unnamed), for shape rules the target itself does not hold (RotaryEmbedding caches on
+    OpenVINO, `rules/data/validity.toml`), and when a constant leading dim plus `-1` folds the
+    dynamic batch into another axis (`x.reshape(1, -1, D)` on `[batch, n, D]`).
 
     On OpenVINO IR the same analysis runs over the layers (each read as the ONNX op whose shape
     semantics it shares: `graphlint/analysis/shapes/openvino.py`), with each `-1` dim of a
     Parameter as a symbol named by its position (`pixel_values[2]`). IR dims have no names: `-1`
     is the only way an IR declares a dim dynamic, and OpenVINO compiles the model for every value
-    of it. So a pin proven from those dims is an error: at every other value the layer's inputs
+    of it. So a pin proven from those dims fails at every other value (given the fed sizes above): the layer's inputs
     break the OpenVINO specification's agreement (broadcast rules, Concat, Reshape element count),
     and OpenVINO 2026.4 then returns a wrong (empty) tensor or fails, as the corpus's
     `vit_dynhw` and `whisperenc_dynframes` IRs show (tests/test_ir_shapes.py). A warning when
@@ -90,11 +98,15 @@ class ConstantShapePinsDynamicDim(Rule):
     wrong place silently merges the batch into another axis.
 
     ## Example
-    `pooled.reshape(2, 32)` exported with `dynamic_axes={"pixel_values": {0: "batch"}}`.
+    `pooled.reshape(2, 32)` exported with `dynamic_axes={"pixel_values": {0: "batch"}}` (an error:
+    the batch is pinned to 2); a ViT exported by `optimum-cli export onnx` at image size 32 (a
+    warning: it runs only at height = width = 32..39; with
+    `--shapes pixel_values:1x3x32x32,1x3x32x32,1x3x64x64` an error).
 
     ## Fix
     Compute the shape from the tensor (`x.reshape(x.shape[0], -1)`, `x.flatten(1)`) and
-    re-export, or declare the dim static if the model really only supports that size.
+    re-export, or declare the dim static if the model really only supports that size
+    (`graphlint fix --unsafe-fixes --select GL3003` pins it to the size the warning names).
     """
 
     id = "GL3003"

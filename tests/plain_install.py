@@ -1,0 +1,86 @@
+"""The install users get: graphlint from a wheel in a fresh venv without extras (no torch, no sympy).
+
+Run by .ci/run with that venv's python, from the repository root:
+
+    python3 -m venv /tmp/plain && /tmp/plain/bin/pip install . && /tmp/plain/bin/python tests/plain_install.py
+
+Lints the example model and the first model of every export pipeline (testmodels/pipelines/*.toml)
+for each target with the installed ``graphlint`` command, and fails when a run exits other than 0/1
+(2 is a usage or input error, anything else a crash) or a finding speaks of graphlint's environment
+(a missing package, GL3009 about a tool) instead of the model. Prints ``N passed, N failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PIPELINES = os.path.join(ROOT, "testmodels", "pipelines")
+ENVIRONMENT = re.compile(r"sympy|onnxruntime\.tools|symbolic_shape_infer|No module named|ModuleNotFoundError|"
+                         r"ImportError|pip install", re.I)
+
+
+def models() -> list[str]:
+    out = [os.path.join(ROOT, "testmodels", "examples", "tiny_vlm.onnx")]
+    for name in sorted(os.listdir(PIPELINES)):
+        if name.endswith(".toml"):
+            with open(os.path.join(PIPELINES, name), "rb") as f:
+                rows = tomllib.load(f).get("model", [])
+            if rows:
+                out.append(os.path.join(PIPELINES, name[:-5], rows[0]["file"]))
+    return out
+
+
+def main() -> int:
+    exe = shutil.which("graphlint", path=os.path.dirname(sys.executable))
+    assert exe, "graphlint is not installed in this venv"
+    for banned in ("torch", "sympy"):
+        try:
+            __import__(banned)
+        except ImportError:
+            continue
+        print(f"{banned} is importable: this is not a plain install")
+        return 1
+    passed = failed = 0
+    for path in models():
+        targets = ["openvino"] if path.endswith(".xml") else ["trt", "ort", "openvino"]
+        for target in targets:
+            t0 = time.perf_counter()
+            run = subprocess.run([exe, path, "--target", target, "--format", "json"], capture_output=True,
+                                 text=True, cwd=ROOT, timeout=600)
+            seconds = time.perf_counter() - t0
+            problems = []
+            if run.returncode not in (0, 1):
+                problems.append(f"exit {run.returncode}: {run.stderr.strip()[:300]}")
+            else:
+                report = json.loads(run.stdout)
+                for res in report["models"]:
+                    for f in res["findings"]:
+                        if ENVIRONMENT.search(f["message"]) or f["rule_id"] == "GL9002":
+                            problems.append(f"{f['rule_id']}: {f['message'][:200]}")
+            if ENVIRONMENT.search(run.stderr):
+                problems.append(f"stderr: {run.stderr.strip()[:200]}")
+            rel = os.path.relpath(path, ROOT)
+            if problems:
+                failed += 1
+                print(f"FAIL {rel} --target {target}: {problems[0]}")
+            else:
+                passed += 1
+                print(f"ok   {rel} --target {target} (exit {run.returncode}, {seconds:.1f} s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
