@@ -125,6 +125,12 @@ def test_undefined_input_is_rejected(tmp_path):
     assert_follows_table(m, tmp_path, "undefined-input")
 
 
+def test_unproduced_graph_output_is_rejected(tmp_path):
+    # what onnxruntime's optimizer leaves of optimum's merged T5 decoder: outputs, no nodes
+    m = _model([helper.make_node("Relu", ["x"], ["a"])], [_vi("x")], [_vi("a"), _vi("logits")])
+    assert_follows_table(m, tmp_path, "output-not-produced")
+
+
 def test_duplicate_output(tmp_path):
     m = _model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["a"]),
                 helper.make_node("Abs", ["a"], ["y"])], [_vi("x")], [_vi("y")])
