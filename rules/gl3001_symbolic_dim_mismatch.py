@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint.analysis.shapes import ShapeFacts, describe_dim, input_symbols
+from graphlint.analysis.symbolic import parse_dim
 from graphlint.rewrites import spec
 from graphlint.rule import Finding, Rewrite, Rule, RuleContext, Severity, quote_node
 
@@ -35,6 +36,11 @@ class SymbolicDimMismatch(Rule):
     Give the dims one name at export (`dynamic_axes` with the same symbol, or one
     `torch.export.Dim` for both), or pad/align one input to the other's length explicitly
     before they meet.
+
+    A dim whose declared name is an expression of another input's dim (optimum 1.x names the
+    decoder mask's length `past_sequence_length + 1` while feeding past + sequence) is read as
+    that arithmetic, which ONNX does not give dim names: such a finding is info, with the name as
+    its unknown premise.
     """
 
     id = "GL3001"
@@ -72,6 +78,15 @@ class SymbolicDimMismatch(Rule):
             )
             where = "" if e.axis is None else f" (axis {e.axis})"
             tail = f"; {more} more node(s) combine the same pair" if more else ""
+            labels = _expression_dims(ctx, (*ia, *ib))
+            severity, extra = None, {}
+            if labels:
+                # ONNX dim_params are names; arithmetic in one is read by graphlint (torch.export writes
+                # real ones), but a dynamic_axes label such as optimum's "past_sequence_length + 1" for
+                # a mask fed past + sequence long is no constraint: every engine runs the fed shapes
+                severity, extra = Severity.INFO, {"unknown": ["declared dim expression"]}
+                tail += (f". The premise is the declared name {labels[0]}, an expression: ONNX gives dim names "
+                         "no arithmetic and engines go by the fed shapes, so this holds only if that name is meant")
             yield ctx.finding(
                 n,
                 f"{quote_node(n)} needs {describe_dim(facts, e.a)} and "
@@ -82,4 +97,18 @@ class SymbolicDimMismatch(Rule):
                 symbols=sorted(key),
                 inputs=sorted({i for i, _ in (*ia, *ib)}),
                 other_nodes=more,
+                severity=severity,
+                **extra,
             )
+
+
+def _expression_dims(ctx: RuleContext, where: tuple[tuple[str, int], ...]) -> list[str]:
+    """The declared input dims among ``where`` whose names are expressions ('past_sequence_length + 1')."""
+    inputs = {v.name: v for v in ctx.model.graph.inputs}
+    out = []
+    for name, axis in sorted(set(where)):
+        v = inputs.get(name)
+        d = v.shape[axis] if v is not None and v.shape and axis < len(v.shape) else None
+        if isinstance(d, str) and parse_dim(d).symbols and parse_dim(d).symbols != {d}:
+            out.append(f"'{d}' (input '{name}' axis {axis})")
+    return out
