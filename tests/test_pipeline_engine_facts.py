@@ -154,3 +154,41 @@ def test_vit_position_table_pin_follows_the_fed_sizes():
     (e,) = findings(VIT, "ort", "GL3003", shapes=[f"{name}:1x3x32x32,1x3x32x32,1x3x64x64"])
     assert e.severity.label == "error"
     assert findings(VIT, "ort", "GL3003", shapes=[f"{name}:1x3x32x32,4x3x32x32,8x3x32x32"]) == []
+
+
+def test_openvino_cannot_fold_equal_of_two_run_time_dims(tmp_path):
+    """DeBERTa's scripted build_rpos, reduced: If(dim0 != dim1) of one input's two dynamic dims,
+    branches of rank 0 and 2. OpenVINO's bounds of both dims are [0, inf), so Equal never folds and
+    the If's output rank is dynamic (the CPU plugin refuses it); with the dims static it folds."""
+    def model(dims):
+        s = numpy_helper.from_array(np.array([0], np.int64), "i0")
+        t = numpy_helper.from_array(np.array([1], np.int64), "i1")
+        then_g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["f"], keepdims=0)], "then", [],
+                                   [helper.make_tensor_value_info("f", TensorProto.FLOAT, None)])  # rank 0
+        else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                                   [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])  # rank 2
+        nodes = [helper.make_node("Shape", ["x"], ["sh"]), helper.make_node("Gather", ["sh", "i0"], ["d0"]),
+                 helper.make_node("Gather", ["sh", "i1"], ["d1"]), helper.make_node("Equal", ["d0", "d1"], ["eq"]),
+                 helper.make_node("Not", ["eq"], ["ne"]), helper.make_node("Squeeze", ["ne"], ["c"]),
+                 helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [s, t])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+    for dims, refused in ((["n", "m"], True), ([3, 3], False)):
+        path = str(tmp_path / f"eq_{refused}.onnx")
+        onnx.save(model(dims), path)
+        said = _ov_compiles(path)
+        assert (said is not None and "dynamic rank" in said) == refused, (dims, said)
+        assert [f.node for f in errors(path, "openvino") if f.rule_id == "GL1004"] == (["if"] if refused else [])
+
+
+@pytest.mark.parametrize(("path", "refused"), [(T5_MERGED, True), (DEBERTA, True), (LLAMA_MERGED, False)])
+def test_openvino_ir_if_of_bodies_with_different_ranks(tmp_path, path, refused):
+    """The same refusal on the IR ov.save_model writes (ranks compared on the bodies' Results)."""
+    xml = str(tmp_path / "model.xml")
+    ov.save_model(ov.convert_model(path), xml, compress_to_fp16=False)
+    said = _ov_compiles(xml)
+    assert (said is not None and "doesn't support If operation with dynamic rank" in said) == refused
+    got = [f for f in errors(xml, "openvino") if f.rule_id == "GL1004"]
+    assert bool(got) == refused and all(f.op_type == "If" for f in got)
