@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from testmodels.pipelines.classic_manifest import fresh, versions, write_manifest
+from testmodels.pipelines.manifest import fresh, versions, write_manifest
 
 NAME = "paddle2onnx"
 SEED = 0

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from testmodels.pipelines.classic_manifest import fresh, versions, write_manifest
+from testmodels.pipelines.manifest import fresh, versions, write_manifest
 
 NAME = "skl2onnx"
 SEED = 0

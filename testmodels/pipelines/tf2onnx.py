@@ -22,7 +22,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-from testmodels.pipelines.classic_manifest import fresh, versions, write_manifest
+from testmodels.pipelines.manifest import fresh, versions, write_manifest
 
 NAME = "tf2onnx"
 SEED = 0
