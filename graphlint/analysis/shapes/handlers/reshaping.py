@@ -50,7 +50,10 @@ def _reshape(node: Node, p: ShapePass) -> list[SShape]:
     data = node.input(0)
     sin, target = p.shape(data), p.f.sval(node.input(1))
     if target is None:
-        return [None]
+        # the target's values are run-time, its length is not: the rank is known, the dims are not
+        tshape = p.shape(node.input(1))
+        n = tshape[0] if tshape is not None and len(tshape) == 1 else None
+        return [(None,) * n.value if n is not None and n.is_const and 0 <= (n.value or 0) <= 64 else None]
     allowzero = node.attr("allowzero", 0)
     out: list[SDim] = []
     neg = None
