@@ -86,7 +86,7 @@ class SymbolicDimMismatch(Rule):
                 # a mask fed past + sequence long is no constraint: every engine runs the fed shapes
                 severity, extra = Severity.INFO, {"unknown": ["declared dim expression"]}
                 tail += (f". The premise is the declared name {labels[0]}, an expression: ONNX gives dim names "
-                         "no arithmetic and engines go by the fed shapes, so this holds only if that name is meant")
+                         "no arithmetic and engines go by the fed shapes, so whether that name is meant is unknown")
             yield ctx.finding(
                 n,
                 f"{quote_node(n)} needs {describe_dim(facts, e.a)} and "

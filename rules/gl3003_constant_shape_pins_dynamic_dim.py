@@ -230,8 +230,8 @@ def _not_known_fed(ctx: RuleContext, facts: ShapeFacts, side: Poly, const: Poly,
     rewrite = None
     if sizes:
         said = " = ".join(bases) + " = " + (str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}..{sizes[-1]}")
-        note += (f" It runs only at {said} (the size it was exported for); nothing says other sizes will be fed: "
-                 "give them with --shapes (or the configured shapes) to check them, or pin the declared dims.")
+        note += (f" It runs only at {said} (the size it was exported for); whether other sizes will be fed is "
+                 "unknown: give them with --shapes (or the configured shapes) to check them, or pin the declared dims.")
         inputs = {v.name: v for v in ctx.model.graph.inputs}
         pins: dict[str, list] = {}
         for inp, axis in bases.values():
@@ -242,6 +242,6 @@ def _not_known_fed(ctx: RuleContext, facts: ShapeFacts, side: Poly, const: Poly,
             rewrite = Rewrite("fix-input-shape", {"input": inp, "shape": shape}, safe=False,
                               description=f"Pin '{inp}' to the size the model holds for: {shape}.")
     else:
-        note += (" Nothing says other sizes will be fed: give them with --shapes (or the configured shapes) "
+        note += (" Whether other sizes will be fed is unknown: give them with --shapes (or the configured shapes) "
                  "to check them.")
     return Severity.WARNING, C.props(unknown=["fed sizes"]), note, rewrite
