@@ -20,7 +20,7 @@ from graphlint.analysis.symbolic import Poly, parse_dim
 from graphlint.ir import Model
 from graphlint.shapes_spec import Profile
 
-_BATCH_NAME = re.compile(r"batch|^(n|b|bs|N|B)$", re.IGNORECASE)
+_BATCH_NAME = re.compile(r"batch|^(n|b|bs)$", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][\w.]*(?:\[\d+\])?")  # a dim name, or an IR port dim `pixel_values[2]`
 _SEARCH = 8192  # largest size tried when looking for the one size a pin leaves
 
@@ -50,9 +50,7 @@ def _value(symbol: str, env: Mapping[str, int]) -> int | None:
     (``(height - 8)//8``, what a strided Conv makes), so their text is evaluated with the values put in."""
     if symbol in env:
         return env[symbol]
-    text = symbol
-    for name in sorted(env, key=len, reverse=True):
-        text = text.replace(name, str(env[name]))
+    text = _IDENT.sub(lambda m: str(env[m.group()]) if m.group() in env else m.group(), symbol)
     p = parse_dim(text)
     return p.value if p.is_const else None
 

@@ -35,19 +35,19 @@ from graphlint.rule import Severity
 Verdict = tuple[str, str] | None
 Checker = Callable[[Node, dict[str, Any]], Verdict]
 CHECKERS: dict[str, Checker] = {}
+WITH_SHAPES: set[str] = set()  # kinds whose checker also reads the symbolic shape analysis
 
 
-def checks(*kinds: str) -> Callable[[Checker], Checker]:
+def checks(*kinds: str, shapes: bool = False) -> Callable[[Checker], Checker]:
+    """Register a checker; ``shapes``: it also reads the symbolic shapes, as ``c["_shapes"]``."""
     def register(fn: Checker) -> Checker:
         for kind in kinds:
             CHECKERS[kind] = fn
+            if shapes:
+                WITH_SHAPES.add(kind)
         return fn
 
     return register
-
-
-# Checkers that also read the symbolic shape analysis (passed as ``shapes`` by the evaluator).
-WITH_SHAPES: set[str] = set()
 
 
 def check_constraints(node: Node, constraints: list[dict[str, Any]], source: str,
@@ -320,7 +320,7 @@ def _split_outputs_fit(node: Node, c: dict[str, Any]) -> Verdict:
     return None
 
 
-@checks("static_rank")
+@checks("static_rank", shapes=True)
 def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
     """The engine infers a dynamic rank for the input (If branches of different rank, see dynrank)."""
     for i in c["inputs"]:
@@ -332,7 +332,7 @@ def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
     return None
 
 
-@checks("static_output_rank")
+@checks("static_output_rank", shapes=True)
 def _static_output_rank(node: Node, c: dict[str, Any]) -> Verdict:
     """The engine infers a dynamic rank for the node's own output (an If whose branches differ in rank)."""
     for k, v in enumerate(node.outputs):
@@ -340,9 +340,6 @@ def _static_output_rank(node: Node, c: dict[str, Any]) -> Verdict:
             return (f"output {k} ('{v.name}') has a rank the engine cannot infer: the branches differ in rank and "
                     "the condition is known only at run time; the engine needs a static rank", f"rank:output{k}")
     return None
-
-
-WITH_SHAPES.update({"static_rank", "static_output_rank"})
 
 
 @checks("body_passthrough")
