@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 FIELDS = ("id", "file", "pipeline", "kind", "heldout")
+Shapes = dict[str, list[int]]
 TABLES = ("shapes", "alt_shapes", "values")
 
 
@@ -66,3 +68,23 @@ def manifest_text(script: str, tools: dict[str, str], models: Iterable[dict[str,
 def write_manifest(path: str | Path, script: str, tools: dict[str, str], models: Iterable[dict[str, Any]],
                    comments: Iterable[str] = ()) -> None:
     Path(path).write_text(manifest_text(script, tools, models, comments))
+
+
+@dataclass
+class Model:
+    """One manifest entry as a script builds it: the file, how it was made, the feeds its runtime gives it."""
+
+    id: str
+    file: str
+    pipeline: str
+    kind: str
+    group: str  # the architecture or configuration, which the held-out set names
+    shapes: Shapes = field(default_factory=dict)
+    alt_shapes: Shapes = field(default_factory=dict)
+    values: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def models_text(script: str, tools: dict[str, str], models: Iterable[Model], heldout: set[str]) -> str:
+    rows = [{"id": m.id, "file": m.file, "pipeline": m.pipeline, "kind": m.kind, "heldout": m.group in heldout,
+             "shapes": m.shapes, "alt_shapes": m.alt_shapes, "values": m.values} for m in models]
+    return manifest_text(script, tools, rows)

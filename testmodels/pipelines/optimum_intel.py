@@ -24,11 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from testmodels.pipelines.manifest import manifest_text
+from testmodels.pipelines.manifest import Model, Shapes, models_text
 
 NAME = "optimum_intel"
 SEED = 0
@@ -37,21 +35,6 @@ TOOLS = ("optimum-intel", "optimum", "openvino", "openvino-tokenizers", "nncf", 
          "torchvision", "huggingface-hub", "numpy")
 HELDOUT = {"llama_int8"}  # nncf-compressed weights: a configuration kept away from rule tuning
 
-Shapes = dict[str, list[int]]
-
-
-@dataclass
-class Model:
-    """One manifest entry: an IR (.xml) and the shapes its runtime feeds."""
-
-    id: str
-    file: str
-    pipeline: str
-    kind: str
-    group: str
-    shapes: Shapes = field(default_factory=dict)
-    alt_shapes: Shapes = field(default_factory=dict)
-    values: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _seed() -> None:
@@ -188,12 +171,6 @@ def build(outdir: Path, work: Path) -> list[Model]:
     return models
 
 
-def manifest(models: list[Model]) -> str:
-    rows = [{"id": m.id, "file": m.file, "pipeline": m.pipeline, "kind": m.kind, "heldout": m.group in HELDOUT,
-             "shapes": m.shapes, "alt_shapes": m.alt_shapes, "values": m.values} for m in models]
-    return manifest_text(f"testmodels/pipelines/{NAME}.py", {t: md.version(t) for t in TOOLS}, rows)
-
-
 def main(argv: list[str]) -> None:
     outdir = Path(argv[0]).resolve()
     if outdir.exists():
@@ -201,7 +178,8 @@ def main(argv: list[str]) -> None:
     outdir.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix=f"{NAME}_") as tmp:
         models = build(outdir, Path(tmp))
-    outdir.with_suffix(".toml").write_text(manifest(models))
+    outdir.with_suffix(".toml").write_text(
+        models_text(f"testmodels/pipelines/{NAME}.py", {t: md.version(t) for t in TOOLS}, models, HELDOUT))
     for m in models:
         print(m.id, m.file, (outdir / m.file).with_suffix(".bin").stat().st_size, file=sys.stderr)
 

@@ -20,11 +20,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testmodels.pipelines.manifest import manifest_text
+from testmodels.pipelines.manifest import Model, Shapes, models_text
 
 NAME = "optimum_vision"
 SEED = 0
@@ -33,21 +32,6 @@ TOOLS = ("optimum-onnx", "optimum", "transformers", "torch", "onnx", "onnxruntim
          "tokenizers", "huggingface-hub", "accelerate", "numpy")
 HELDOUT = {"siglip", "sam", "wav2vec2"}  # whole architectures kept away from rule tuning
 
-Shapes = dict[str, list[int]]
-
-
-@dataclass
-class Model:
-    """One manifest entry: an exported file and the feeds its runtime gives it."""
-
-    id: str
-    file: str
-    pipeline: str
-    kind: str
-    group: str  # architecture name, for HELDOUT
-    shapes: Shapes = field(default_factory=dict)
-    alt_shapes: Shapes = field(default_factory=dict)
-    values: dict[str, list[Any]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- source models (random weights)
@@ -436,12 +420,6 @@ def build(outdir: Path, work: Path, only: set[str] | None) -> list[Model]:
 
 # ---------------------------------------------------------------- manifest
 
-def manifest(models: list[Model]) -> str:
-    rows = [{"id": m.id, "file": m.file, "pipeline": m.pipeline, "kind": m.kind, "heldout": m.group in HELDOUT,
-             "shapes": m.shapes, "alt_shapes": m.alt_shapes, "values": m.values} for m in models]
-    return manifest_text(f"testmodels/pipelines/{NAME}.py", {t: md.version(t) for t in TOOLS}, rows)
-
-
 def main(argv: list[str]) -> None:
     outdir = Path(argv[0]).resolve()
     only = set(argv[1].split(",")) if len(argv) > 1 else None  # partial rebuild while developing
@@ -450,7 +428,8 @@ def main(argv: list[str]) -> None:
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{NAME}_") as tmp:
         models = build(outdir, Path(tmp), only)
-    outdir.with_suffix(".toml").write_text(manifest(models))  # a partial run writes a partial manifest
+    outdir.with_suffix(".toml").write_text(
+        models_text(f"testmodels/pipelines/{NAME}.py", {t: md.version(t) for t in TOOLS}, models, HELDOUT))  # a partial run writes a partial manifest
     for m in models:
         print(m.id, m.file, (outdir / m.file).stat().st_size, file=sys.stderr)
 
