@@ -28,8 +28,21 @@ class DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: graphlint's version and the engine releases its target tables come from."""
+    if not value or ctx.resilient_parsing:
+        return
+    from graphlint.target import table_versions  # read only when asked: startup stays light
+
+    click.echo(f"graphlint, version {__version__}")
+    for line in table_versions():
+        click.echo(f"  {line}")
+    ctx.exit()
+
+
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="graphlint")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and the engine releases of the target tables, and exit.")
 def cli() -> None:
     """graphlint: lint ONNX models and OpenVINO IR for engine contract failures."""
 

@@ -43,6 +43,19 @@ def target_names() -> list[str]:
     return sorted(_profiles())
 
 
+def table_versions() -> list[str]:
+    """One line per target profile: which engine release its support table was made from, and where."""
+    out = []
+    for name in target_names():
+        for prof in _profiles()[name]:
+            rel = prof.get("data", {}).get("support")
+            table = _load_data(rel) if rel else {}
+            made = f"{table.get('engine', name)} {table.get('version', prof['version'])}" if table else "no table"
+            out.append(f"{name}@{prof['version']}: {prof.get('title', name)}, support table from {made} "
+                       f"({table.get('source', 'no source')})")
+    return out
+
+
 @dataclass(frozen=True)
 class Target:
     name: str  # trt | ort | openvino

@@ -154,3 +154,20 @@ def test_lint_writes_nothing_into_the_working_folder(tmp_path):
     assert r.code in (0, 1), r.err
     assert "GL3009" in {f["rule_id"] for f in r.json()["models"][0]["findings"]}  # the unknown shape is reported
     assert list(work.iterdir()) == [] and sorted(f.name for f in models.iterdir()) == ["mystery.onnx"]
+
+
+def test_version_names_the_engine_releases_of_the_target_tables():
+    """`graphlint --version` says which engine release each target's support table was made from."""
+    from graphlint import __version__
+    from graphlint.target import _profiles
+
+    res = run_cli("--version")
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
+    assert lines[0] == f"graphlint, version {__version__}"
+    for name, profiles in _profiles().items():
+        for prof in profiles:
+            (line,) = [x for x in lines if x.strip().startswith(f"{name}@{prof['version']}:")]
+            assert prof["title"] in line
+    assert any("onnxruntime 1.32.0" in x for x in lines) and any("openvino 2026.4.1" in x for x in lines)
+    assert any("tensorrt 10.15" in x and "onnx-tensorrt" in x for x in lines)
