@@ -5,7 +5,8 @@ Run by .ci/run with that venv's python, from the repository root:
     python3 -m venv /tmp/plain && /tmp/plain/bin/pip install . && /tmp/plain/bin/python tests/plain_install.py
 
 Lints the example model and the first model of every export pipeline (testmodels/pipelines/*.toml)
-for each target with the installed ``graphlint`` command, and fails when a run exits other than 0/1
+for each target with the installed ``graphlint`` command, and the example through the library API
+(``graphlint.check``), and fails when a run exits other than 0/1
 (2 is a usage or input error, anything else a crash) or a finding speaks of graphlint's environment
 (a missing package, GL3009 about a tool) instead of the model. Prints ``N passed, N failed``.
 """
@@ -78,6 +79,16 @@ def main() -> int:
             else:
                 passed += 1
                 print(f"ok   {rel} --target {target} (exit {run.returncode}, {seconds:.1f} s)")
+    import graphlint  # the library API, as an export script calls it
+
+    report = graphlint.check(models()[0], ["trt", "ort", "openvino"])
+    said = [f.message for f in report.findings if ENVIRONMENT.search(f.message) or f.rule_id == "GL9002"]
+    if report.failures or said:
+        failed += 1
+        print(f"FAIL graphlint.check: {(said or [report.failures[0].message])[0][:200]}")
+    else:
+        passed += 1
+        print(f"ok   graphlint.check on the example: {len(report.errors)} errors over 3 targets")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -1,0 +1,122 @@
+"""graphlint as a library: check a model from Python and get a typed report (docs/api.md).
+
+``graphlint.check(model, target)`` lints what an export script has in hand: a path (``.onnx``,
+or an OpenVINO IR ``.xml``), an ``onnx.ModelProto``, the bytes of one, a ``torch.onnx.ONNXProgram``
+(what ``torch.onnx.export(..., dynamo=True)`` returns) or an ``openvino.Model``. The same
+configuration, selection and severity contract as the command line apply. A model given in memory
+is written to a temporary folder that lives as long as the report (its findings and SARIF name
+that file).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphlint.report import LoadFailure, Run
+from graphlint.rule import Finding, Severity
+
+__all__ = ["Report", "check"]
+
+
+@dataclass
+class Report:
+    """The findings of one ``check`` over one model for one or more targets."""
+
+    run: Run
+    _scratch: Any = field(default=None, repr=False)  # the TemporaryDirectory of an in-memory model
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding not suppressed (by the configuration, the model's own graphlint:ignore)."""
+        return self.run.findings()
+
+    @property
+    def errors(self) -> list[Finding]:
+        """The findings that say a target rejects the model or fails at run time."""
+        return [f for f in self.findings if f.severity >= Severity.ERROR]
+
+    @property
+    def failures(self) -> list[LoadFailure]:
+        """Models graphlint could not read at all (the command line exits 2 for them)."""
+        return list(self.run.failures)
+
+    @property
+    def ok(self) -> bool:
+        """No error and no unreadable model: the targets take the model as far as graphlint can tell."""
+        return not self.errors and not self.failures
+
+    def to_text(self, *, show_info: bool = False, expand: bool = False) -> str:
+        from graphlint.report import render
+
+        return render(self.run, "text", show_info=show_info, expand=expand)
+
+    def to_json(self) -> str:
+        from graphlint.report import render
+
+        return render(self.run, "json")
+
+    def to_sarif(self) -> str:
+        from graphlint.report import render
+
+        return render(self.run, "sarif")
+
+    def to_html(self, title: str = "graphlint report") -> str:
+        from graphlint.html import render_html
+
+        return render_html(self.run, title)
+
+
+def check(model: Any, target: str | Sequence[str] = "trt", *, select: Sequence[str] = (),
+          ignore: Sequence[str] = (), shapes: Sequence[str] = (), config: str | None = None,
+          root: str | None = None) -> Report:
+    """Lint ``model`` for ``target`` (``"trt"``, ``"ort@1.32"``, ``"openvino@npu"``, or a list of them).
+
+    ``select`` / ``ignore`` take rule ids, prefixes, names or families as ``--select`` does;
+    ``shapes`` the ``NAME:MIN,OPT,MAX`` profiles of ``--shapes``; ``config`` a graphlint.toml or
+    pyproject.toml (default: the one found from ``root``, else the working folder)."""
+    from graphlint.config import resolve_options
+    from graphlint.lint import lint_paths
+    from graphlint.workflow import apply_workflow
+
+    path, scratch = _as_file(model)
+    targets = [target] if isinstance(target, str) else list(target)
+    opts = resolve_options(targets=targets, select=list(select), ignore=list(ignore), shapes=list(shapes),
+                           config_path=config, repo_root=root, models=[path])
+    opts.jobs = 1  # one model, in this process
+    run = lint_paths([path], opts)
+    apply_workflow(run, opts, None)
+    return Report(run, scratch)
+
+
+def _as_file(model: Any) -> tuple[str, Any]:
+    """A path to lint, and the temporary folder that holds it when the model came in memory."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model), None
+    scratch = tempfile.TemporaryDirectory(prefix="graphlint-")
+    onnx_path = os.path.join(scratch.name, "model.onnx")
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        with open(onnx_path, "wb") as f:
+            f.write(bytes(model))
+        return onnx_path, scratch
+    kind = f"{type(model).__module__}.{type(model).__qualname__}"
+    if kind.startswith("onnx.") and hasattr(model, "SerializeToString"):  # onnx.ModelProto
+        import onnx
+
+        onnx.save(model, onnx_path, save_as_external_data=model.ByteSize() >= 2**31 - 2**20)
+        return onnx_path, scratch
+    if hasattr(model, "model_proto") and hasattr(model, "save"):  # torch.onnx.ONNXProgram
+        model.save(onnx_path)
+        return onnx_path, scratch
+    if kind.startswith("openvino") and hasattr(model, "get_ordered_ops"):  # openvino.Model
+        import openvino as ov
+
+        xml = os.path.join(scratch.name, "model.xml")
+        ov.save_model(model, xml, compress_to_fp16=False)
+        return xml, scratch
+    scratch.cleanup()
+    raise TypeError(f"graphlint.check takes a path, an onnx.ModelProto, bytes, a torch.onnx.ONNXProgram or an "
+                    f"openvino.Model, not {kind}")
