@@ -40,3 +40,9 @@ def test_make_models_and_run_tiny(tmp_path):
         results = json.load(f)
     assert [r["scenario"] for r in results] == ["big100k", "dag100k", "weights", "ci"]
     assert all(r["ratio"] > 0 for s in results for r in s["ratios"])
+
+
+def test_startup_bench_runs():
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "startup.py"), "--rounds", "1"], check=True,
+                         capture_output=True, text=True).stdout
+    assert "import graphlint" in out and "graphlint.check(example, 'ort')" in out and "x import onnx" in out
