@@ -19,7 +19,7 @@ from typing import Any
 from graphlint.report import LoadFailure, Run
 from graphlint.rule import Finding, Severity
 
-__all__ = ["Report", "check"]
+__all__ = ["FixResult", "Report", "check", "fix"]
 
 
 @dataclass
@@ -90,6 +90,49 @@ def check(model: Any, target: str | Sequence[str] = "trt", *, select: Sequence[s
     run = lint_paths([path], opts)
     apply_workflow(run, opts, None)
     return Report(run, scratch)
+
+
+@dataclass
+class FixResult:
+    """What ``fix`` did: the verified model and each pass with its outcome."""
+
+    model: Any  # the fixed onnx.ModelProto; for an OpenVINO IR, the path of the fixed .xml
+    passes: list[dict[str, Any]]  # pass, status (applied / refused / ...), changes, reason, max_abs_diff
+    verified_with: str | None  # the engine that ran the original and the rewrite on the same inputs
+    max_abs_diff: dict[str, float]  # per output, rewrite vs original
+    notes: list[str]
+    held_back: list[dict[str, Any]]  # findings whose rewrite was not applied, and why
+    _scratch: Any = field(default=None, repr=False)
+
+    @property
+    def changed(self) -> bool:
+        return any(p["status"] == "applied" for p in self.passes)
+
+
+def fix(model: Any, target: str = "trt", *, select: Sequence[str] = (), ignore: Sequence[str] = (),
+        shapes: Sequence[str] = (), unsafe_fixes: bool = False, config: str | None = None,
+        root: str | None = None) -> FixResult:
+    """Apply the suggested rewrites of ``check``'s findings as verified passes (``graphlint fix``):
+    each pass is checked and run against the original; one that breaks equivalence is dropped.
+    The model given is never changed; the result holds the fixed copy."""
+    from graphlint.config import resolve_options
+    from graphlint.fix.run import FixOptions, fix_path
+
+    path, scratch = _as_file(model)
+    if scratch is None:
+        scratch = tempfile.TemporaryDirectory(prefix="graphlint-")
+    out = os.path.join(scratch.name, "fixed.xml" if path.endswith(".xml") else "fixed.onnx")
+    opts = resolve_options(targets=[target], select=list(select), ignore=list(ignore), shapes=list(shapes),
+                           config_path=config, repo_root=root, models=[path])
+    report = fix_path(path, FixOptions(output=out, unsafe_fixes=unsafe_fixes), opts)
+    d = report.to_dict()
+    fixed: Any = out
+    if not out.endswith(".xml") and os.path.exists(out):
+        import onnx
+
+        fixed = onnx.load(out)
+    return FixResult(fixed if os.path.exists(out) else None, d["passes"], d["verified_with"], d["max_abs_diff"],
+                     d["notes"], d["held_back"], scratch)
 
 
 def _as_file(model: Any) -> tuple[str, Any]:

@@ -91,3 +91,28 @@ def test_path_select_and_the_pytest_helper():
     assert assert_deployable(relu_model(), "ort").ok
     with pytest.raises(TypeError, match=r"graphlint\.check takes"):
         graphlint.check(object(), "ort")
+
+
+def test_fix_returns_the_verified_model_and_leaves_the_input_alone():
+    """graphlint.fix_model on an optimum ViT export (GL3003's pin, an unsafe rewrite: named explicitly) and on
+    an in-memory graph out of topological order (a safe one, verified in ONNX Runtime)."""
+    vit_path = os.path.join(ROOT, "testmodels", "pipelines", "optimum_vision", "vit", "model.onnx")
+    vit = onnx.load(vit_path)
+    before = vit.SerializeToString()
+    result = graphlint.fix_model(vit, "ort", select=["GL3003"], unsafe_fixes=True)
+    assert result.changed and [p["pass"] for p in result.passes if p["status"] == "applied"] == ["fix-input-shape"]
+    dims = [d.dim_value or d.dim_param for d in result.model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims[2:] == [32, 32] and isinstance(dims[0], str)  # the batch stays dynamic
+    assert vit.SerializeToString() == before
+    assert graphlint.check(result.model, "ort", select=["GL3003"]).findings == []
+
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Neg", ["a"], ["y"]), helper.make_node("Relu", ["x"], ["a"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    unsorted = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    result = graphlint.fix_model(unsorted, "ort")
+    assert result.verified_with == "onnxruntime" and result.max_abs_diff == {"y": 0.0}
+    assert [n.op_type for n in result.model.graph.node] == ["Relu", "Neg"]
+    onnx.checker.check_model(result.model, full_check=True)
