@@ -14,12 +14,15 @@ import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphlint.report import LoadFailure, Run
 from graphlint.rule import Finding, Severity
 
-__all__ = ["FixResult", "Report", "check", "fix"]
+if TYPE_CHECKING:
+    from graphlint.lint import LintOptions
+
+__all__ = ["FixResult", "Report", "check", "fix", "lint_run"]
 
 
 @dataclass
@@ -79,17 +82,24 @@ def check(model: Any, target: str | Sequence[str] = "trt", *, select: Sequence[s
     ``shapes`` the ``NAME:MIN,OPT,MAX`` profiles of ``--shapes``; ``config`` a graphlint.toml or
     pyproject.toml (default: the one found from ``root``, else the working folder)."""
     from graphlint.config import resolve_options
-    from graphlint.lint import lint_paths
-    from graphlint.workflow import apply_workflow
 
     path, scratch = _as_file(model)
     targets = [target] if isinstance(target, str) else list(target)
     opts = resolve_options(targets=targets, select=list(select), ignore=list(ignore), shapes=list(shapes),
                            config_path=config, repo_root=root, models=[path])
     opts.jobs = 1  # one model, in this process
-    run = lint_paths([path], opts)
-    apply_workflow(run, opts, None)
-    return Report(run, scratch)
+    return Report(lint_run([path], opts), scratch)
+
+
+def lint_run(paths: Sequence[str], opts: LintOptions, baseline: str | None = None) -> Run:
+    """Lint ``paths`` with resolved options, then the suppressions and the baseline: what ``check``
+    and the ``graphlint check`` / ``graphlint report`` commands share (they add the rendering)."""
+    from graphlint.lint import lint_paths
+    from graphlint.workflow import apply_workflow
+
+    run = lint_paths(list(paths), opts)
+    apply_workflow(run, opts, baseline)
+    return run
 
 
 @dataclass

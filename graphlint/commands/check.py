@@ -45,8 +45,8 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     common.collector_off_until_exit()
     from graphlint import lint, procs
+    from graphlint.api import lint_run
     from graphlint.report import render
-    from graphlint.workflow import apply_workflow
 
     if jobs:
         procs.set_jobs(jobs)
@@ -60,8 +60,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
 
         check_output_path(output)
     opts.on_model = progress(len(models))
-    run = lint.lint_paths(list(models), opts)
-    apply_workflow(run, opts, baseline_path)
+    run = lint_run(list(models), opts, baseline_path)
     if color is None:
         color = fmt == "text" and not output and sys.stdout.isatty()
     t_report = time.perf_counter()

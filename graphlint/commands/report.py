@@ -23,16 +23,14 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
             baseline_path, title) -> None:
     """Write a self-contained HTML report: verdicts, the collapsed graph, findings by severity and rule."""
     common.collector_off_until_exit()
-    from graphlint import lint
+    from graphlint.api import lint_run
     from graphlint.fsutil import atomic_write_text, check_output_path
     from graphlint.html import render_html
-    from graphlint.workflow import apply_workflow
 
     opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
     check_output_path(output)
     opts.on_model = progress(len(models))
-    run = lint.lint_paths(list(models), opts)
-    apply_workflow(run, opts, baseline_path)
+    run = lint_run(list(models), opts, baseline_path)
     atomic_write_text(output, render_html(run, title))
     c = run.counts()
     for fail in run.failures:
