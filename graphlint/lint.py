@@ -168,7 +168,8 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
         _warm(paths, explicit)
         quiet = dataclasses.replace(opts, on_model=None)  # progress is shown as workers start
         per_path = workers.lint_each(
-            paths, functools.partial(lint_one, explicit=explicit, rules=rules, opts=quiet),
+            paths, functools.partial(workers.lint_detached,
+                                     functools.partial(lint_one, explicit=explicit, rules=rules, opts=quiet)),
             functools.partial(budget_outcome, seconds=opts.time_budget),
             jobs=opts.jobs, time_budget=opts.time_budget, on_model=opts.on_model)
     else:

@@ -9,8 +9,9 @@ does; the others do it in-process, since the other cores are busy. The parent st
 outlives the time budget by a margin (a long C++ call its own timer cannot interrupt), and lints
 again in-process the model of a worker that died, so the outcome is the same as in one process.
 
-What comes back of a model is its findings, statistics and timings, and its header
-(:func:`detached`), not its IR.
+What comes back of a model is whatever its job returns: for ``graphlint check`` its findings,
+statistics, timings and header (:func:`detached`), not its IR; for ``graphlint scan`` the plain
+rows it stores (graphlint.scan.work).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from graphlint.ir import Graph, Model
 # reports an overrun itself unless a C++ call holds it.
 BUDGET_MARGIN = 10.0
 
-Outcome = tuple[list[Any], Any]  # (LintResults, LoadFailure or None), as graphlint.lint.lint_one returns
+Outcome = Any  # what the job returns for one path
 # The job of the workers forked next: each inherits it (a worker gets only its path's index, since
 # the options hold closures that cannot be pickled).
 _LINT: Callable[[str], Outcome] | None = None
@@ -37,14 +38,28 @@ _PATHS: list[str] = []
 
 
 def lint_each(paths: list[str], lint: Callable[[str], Outcome], overrun: Callable[[str], Outcome], *,
-              jobs: int, time_budget: float, on_model: Callable[[str], None] | None) -> list[Outcome]:
-    """Each path's outcome (``lint(path)``), in the order given, linted up to ``jobs`` at a time;
-    ``overrun(path)`` is the outcome of a worker killed past the budget."""
+              jobs: int, time_budget: float, on_model: Callable[[str], None] | None,
+              died: Callable[[str], Outcome] | None = None, retries: int = 0,
+              on_outcome: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
+    """Each path's outcome (``lint(path)``), in the order given, linted up to ``jobs`` at a time.
+
+    ``overrun(path)`` is the outcome of a worker killed past the budget. A worker that dies is
+    replaced and its path tried again ``retries`` times; after that the outcome is ``died(path)``
+    (default: ``lint(path)`` in this process). ``on_outcome(index, outcome)`` is called as each
+    path ends, in the order they end (a scan stores each result as soon as it exists)."""
     global _LINT, _PATHS
     if not procs.can_fork():
-        return [lint(path) for path in paths]
+        out = []
+        for i, path in enumerate(paths):
+            if on_model:
+                on_model(path)
+            out.append(lint(path))
+            if on_outcome:
+                on_outcome(i, out[-1])
+        return out
     _LINT, _PATHS = lint, paths
     outcomes: list[Outcome | None] = [None] * len(paths)
+    tries = [0] * len(paths)
     queue = deque(sorted(range(len(paths)), key=lambda i: _size(paths[i])))
     running: dict[Future, tuple[int, procs.Child, float]] = {}  # job -> (path index, worker, deadline)
     limit = min(jobs, len(paths))
@@ -66,13 +81,21 @@ def lint_each(paths: list[str], lint: Callable[[str], Outcome], overrun: Callabl
                 i, worker, _ = running.pop(future)
                 result = procs.Child.outcome(future)
                 worker.close()
-                outcomes[i] = lint(paths[i]) if result is procs.DIED else result
+                if result is procs.DIED and tries[i] < retries:
+                    tries[i] += 1
+                    queue.appendleft(i)
+                    continue
+                outcomes[i] = (died or lint)(paths[i]) if result is procs.DIED else result
+                if on_outcome:
+                    on_outcome(i, outcomes[i])
             now = time.monotonic()
             for future, (i, worker, deadline) in list(running.items()):
                 if now >= deadline:
                     del running[future]
                     worker.cancel()
                     outcomes[i] = overrun(paths[i])
+                    if on_outcome:
+                        on_outcome(i, outcomes[i])
     finally:
         for _, worker, _ in running.values():  # Ctrl-C: no worker outlives the run
             worker.cancel()
@@ -80,9 +103,15 @@ def lint_each(paths: list[str], lint: Callable[[str], Outcome], overrun: Callabl
 
 
 def _work(i: int) -> Outcome:
-    """A worker's job: one model, linted in this process, its IR left behind."""
+    """A worker's job: one path, done in this process."""
     assert _LINT is not None
-    results, failure = _LINT(_PATHS[i])
+    return _LINT(_PATHS[i])
+
+
+def lint_detached(lint: Callable[[str], tuple[list[Any], Any]], path: str) -> tuple[list[Any], Any]:
+    """``lint(path)`` (graphlint.lint.lint_one's results and failure), the IR left behind: what a
+    ``graphlint check`` worker sends back."""
+    results, failure = lint(path)
     if results:  # one model, loaded once for every target: one header, shared as the model was
         header = detached(results[0].model)
         for res in results:

@@ -7,11 +7,12 @@
     graphlint baseline  record today's findings
     graphlint report    an offline HTML report
     graphlint config    the effective configuration
+    graphlint scan      a fleet of models into a results store, its dashboard and engine-upgrade diff
 """
 
 from __future__ import annotations
 
-from graphlint.commands import baseline, check, config, explain, fix, report, rules
+from graphlint.commands import baseline, check, config, explain, fix, report, rules, scan
 
 COMMANDS = [check.command, rules.command, explain.command, fix.command, baseline.command, report.command,
-            config.command]
+            config.command, scan.command]

@@ -1,0 +1,138 @@
+"""``graphlint scan``: lint a fleet of models for several targets into a results store (docs/scan.md).
+
+Data flows one way: sources (graphlint.scan.sources) -> the models' keys (graphlint.scan.keys)
+-> the store says which model × target rows are stale (graphlint.scan.store) -> the stale ones
+are linted by an executor, this machine's worker processes (graphlint.scan.local) or a Ray
+cluster (graphlint.scan.ray_pool), each task running graphlint.scan.work -> the driver writes
+each model's rows as its outcome arrives -> the fleet reports read the store
+(graphlint.scan.fleet, graphlint.scan.dashboard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from graphlint import __version__
+from graphlint.errors import UsageError
+from graphlint.scan import keys, sources
+from graphlint.scan.store import Key, Row, Store
+from graphlint.scan.work import Outcome, Spec, Task, options_for
+
+__all__ = ["ScanSummary", "scan"]
+
+
+@dataclass
+class ScanSummary:
+    scan_id: int
+    paths: list[str]  # every model the sources named, as the store names it
+    targets: list[str]  # canonical target specs
+    linted: int = 0  # models linted by this scan
+    reused: int = 0  # models whose every row was fresh in the store
+    failed: list[str] = field(default_factory=list)  # models stored as failed, crashed or timed out
+    seconds: float = 0.0
+    interrupted: bool = False
+
+
+def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, select: Sequence[str] = (),
+         ignore: Sequence[str] = (), shapes: Sequence[str] = (), config: str | None = None,
+         root: str | None = None, time_budget: float = 300.0, jobs: int = 1, ray: str | None = None,
+         retry_failed: bool = False,
+         progress: Callable[[int], Callable[[str], None] | None] | None = None) -> ScanSummary:
+    """Lint every model ``source_list`` names for ``targets`` into the store at ``store``; models
+    whose rows are fresh are not linted again. ``ray``: a Ray address (``auto``) to run on.
+    ``progress(n)``: called with the number of models to lint, returns what to call as each starts."""
+    from graphlint.config import effective_config
+    from graphlint.lint import model_kind
+    from graphlint.target import resolve
+
+    t0 = time.perf_counter()
+    specs = list(dict.fromkeys(resolve(t).spec for t in targets))
+    if not specs:
+        raise UsageError("graphlint scan needs --targets (e.g. --targets trt@10.1,trt@10.15,openvino)")
+    items = sources.expand(list(source_list))
+    spec = Spec(tuple(select), tuple(ignore), tuple(shapes), config, root, time_budget)
+    eff = effective_config(targets=[], select=list(select), ignore=list(ignore), shapes=list(shapes),
+                           config_path=config, repo_root=root, models=[])
+    rules_hash = keys.rule_data_hash(options_for(spec, ())[1])
+    settings = {"select": sorted(select), "ignore": sorted(ignore), "shapes": list(shapes)}
+    dialect = {t: resolve(t).dialects for t in specs}
+    with Store(store) as db:
+        summary = ScanSummary(db.begin_scan("ray" if ray else f"local:{jobs}", specs, len(items)),
+                              [i.path for i in items], specs)
+        tasks: list[Task] = []
+        keyed: dict[str, Key] = {}
+        fmt: dict[str, str] = {}
+        for item in items:
+            kind = model_kind(item.path)
+            fmt[item.path] = kind
+            try:
+                sha, fresh_files = keys.model_digest(item.path, db)
+            except OSError as e:
+                sha, fresh_files = f"unreadable:{e.strerror}", []
+            db.remember_digests(fresh_files)
+            key = Key(sha, __version__, rules_hash,
+                      keys.options_hash(dict(settings, model_shapes=list(item.shapes)), eff.file))
+            keyed[item.path] = key
+            stale = [t for t in specs if t not in db.fresh_targets(item.path, key, specs, retry_failed)]
+            if not stale:
+                summary.reused += 1
+                continue
+            applicable = [t for t in stale if kind in dialect[t]]
+            idle = [Row(item.path, t, key, kind, "n/a", [], f"{t} cannot take {kind} models", scan_id=summary.scan_id)
+                    for t in stale if t not in applicable]
+            if sha.startswith("unreadable:"):
+                idle += [Row(item.path, t, key, kind, "failed", [], f"cannot read the model ({sha[11:]})",
+                             scan_id=summary.scan_id) for t in applicable]
+                applicable = []
+                summary.failed.append(item.path)
+            db.put(idle, worker="", attempts=0, seconds=0.0)
+            if applicable:
+                tasks.append(Task(item.path, tuple(applicable), item.shapes, _size(item.path)))
+            elif not idle:
+                summary.reused += 1
+
+        def store_outcome(task: Task, outcome: Outcome) -> None:
+            db.put(_rows(task, outcome, keyed[task.path], fmt[task.path], summary.scan_id),
+                   worker=outcome.worker, attempts=outcome.attempts, seconds=outcome.seconds)
+            summary.linted += 1
+            if outcome.status != "linted":
+                summary.failed.append(task.path)
+
+        on_model = progress(len(tasks)) if progress else None
+        try:
+            if ray:
+                from graphlint.scan.ray_pool import run_ray
+
+                run_ray(tasks, spec, store_outcome, address=ray, on_model=on_model)
+            else:
+                from graphlint.scan.local import run_local
+
+                run_local(tasks, spec, store_outcome, jobs=jobs, on_model=on_model)
+        except KeyboardInterrupt:
+            summary.interrupted = True
+            raise
+        finally:
+            summary.seconds = time.perf_counter() - t0
+            db.end_scan(summary.scan_id, summary.linted, summary.reused, summary.interrupted)
+    return summary
+
+
+def _rows(task: Task, outcome: Outcome, key: Key, kind: str, scan_id: int) -> list[Row]:
+    if outcome.status == "linted":
+        share = outcome.seconds / max(len(outcome.results), 1)
+        return [Row(task.path, r.target, key, kind, "linted", r.findings, None, r.nodes, share, scan_id=scan_id)
+                for r in outcome.results]
+    return [Row(task.path, t, key, kind, outcome.status, [], outcome.failure, None, outcome.seconds, scan_id=scan_id)
+            for t in task.targets]
+
+
+def _size(path: str) -> int:
+    total = 0
+    for p in [path, *keys.companions(path)]:
+        with contextlib.suppress(OSError):
+            total += os.stat(p).st_size
+    return total

@@ -1,0 +1,107 @@
+"""One task of a scan: lint one model for the targets whose stored rows are stale, in whatever
+process runs it (a local worker or a Ray worker), and return plain data: the findings as the JSON
+report's objects, never the IR. The driver turns an :class:`Outcome` into store rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+# Seconds past the time budget before a driver gives up on a task whose worker does not answer
+# (a long C++ call its own timer cannot interrupt).
+BUDGET_MARGIN = 10.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What every task needs to lint a model as the scan asks; picklable (it travels to Ray workers)."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    config_path: str | None = None
+    root: str | None = None
+    time_budget: float = 300.0
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str
+    targets: tuple[str, ...]  # target specs to lint (those the model's format can take)
+    shapes: tuple[str, ...] = ()  # the manifest's --shapes for this model
+    size: int = 0  # bytes of the model's files: how much memory the task declares
+
+
+@dataclass
+class TargetOutcome:
+    target: str
+    findings: list[dict[str, Any]]
+    nodes: int | None = None
+
+
+@dataclass
+class Outcome:
+    """What a task sends back: the findings per target, or why the model could not be linted."""
+
+    path: str
+    status: str  # linted | failed | crashed | timeout
+    results: list[TargetOutcome] = field(default_factory=list)
+    failure: str | None = None
+    seconds: float = 0.0
+    worker: str = ""
+    attempts: int = 1
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_task(task: Task, spec: Spec) -> Outcome:
+    """Lint ``task.path`` for ``task.targets`` in this process; every error becomes an outcome."""
+    from graphlint.lint import budget_failure, lint_one
+    from graphlint.report import Run
+    from graphlint.report.json_report import finding_dict
+    from graphlint.target import resolve
+    from graphlint.workflow import apply_workflow
+
+    t0 = time.perf_counter()
+    try:
+        opts, rules = options_for(spec, task.shapes)
+        found, failure = lint_one(task.path, [resolve(t) for t in task.targets], rules, opts)
+        if failure is not None:
+            overran = failure.message == budget_failure(task.path, spec.time_budget).message
+            status = "timeout" if overran else "failed"
+            return Outcome(task.path, status, failure=failure.message, seconds=time.perf_counter() - t0,
+                           worker=worker_name())
+        run = Run(results=found, failures=[], rules=rules, root=os.path.abspath(opts.root))
+        apply_workflow(run, opts, None)
+        results = [TargetOutcome(task.targets[i], [finding_dict(f) for f in res.findings], res.stats.get("nodes"))
+                   for i, res in enumerate(found)]
+        return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name())
+    except Exception as e:  # a bug of ours or a rule pack's must not stop the fleet
+        return Outcome(task.path, "crashed", failure=f"internal error: {type(e).__name__}: {e}",
+                       seconds=time.perf_counter() - t0, worker=worker_name())
+
+
+@functools.lru_cache(maxsize=64)
+def options_for(spec: Spec, shapes: tuple[str, ...]) -> tuple[Any, list[type]]:
+    """The lint options and rules for this spec (and a model's own shapes), once per process."""
+    from graphlint.config import resolve_options
+    from graphlint.lint import selected_rules
+
+    opts = resolve_options(targets=[], select=list(spec.select), ignore=list(spec.ignore),
+                           shapes=[*spec.shapes, *shapes], config_path=spec.config_path, repo_root=spec.root,
+                           models=[])
+    opts.time_budget = spec.time_budget
+    opts.jobs = 1
+    return opts, selected_rules(opts)
+
+
+def gave_up(task: Task, status: str, why: str, attempts: int = 1) -> Outcome:
+    """The outcome of a task the driver ended: its worker died on every attempt, or it overran."""
+    return Outcome(task.path, status, failure=why, attempts=attempts, worker="")
