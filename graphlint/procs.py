@@ -11,8 +11,11 @@ one process), no other thread running, and not in a worker whose siblings have t
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +26,7 @@ DIED = object()  # what Child.outcome() gives for a job whose process died or ra
 _JOBS: int | None = None  # set_jobs(): the command line's --jobs
 _IN_WORKER = False  # a worker whose siblings have the other cores forks no children of its own
 _LIVE: set[Child] = set()
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def set_jobs(n: int) -> None:
@@ -48,11 +52,19 @@ def can_fork() -> bool:
     return threading.active_count() == 1
 
 
-def _in_worker(share_cores: bool) -> None:
-    """Initializer of a worker: it owns none of its parent's children (it inherited their records)."""
+def _in_child(parent: int, worker: bool, share_cores: bool) -> None:
+    """Initializer of a child: it owns none of its parent's children (it inherited their records),
+    and it dies with its parent (a killed ``graphlint scan`` must leave no process behind: the
+    siblings hold each other's job pipes open, so none would ever see its parent go)."""
     global _IN_WORKER
     _LIVE.clear()
-    _IN_WORKER = share_cores
+    if worker:
+        _IN_WORKER = share_cores
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 class Child:
@@ -60,8 +72,8 @@ class Child:
 
     def __init__(self, *, worker: bool = False, share_cores: bool = True) -> None:
         ctx = multiprocessing.get_context("fork")
-        init = (_in_worker, (share_cores,)) if worker else (_LIVE.clear, ())
-        self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=init[0], initargs=init[1])
+        self._pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_in_child,
+                                         initargs=(os.getpid(), worker, share_cores))
         self._process: Any = None
         _LIVE.add(self)
 

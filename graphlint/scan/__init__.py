@@ -10,7 +10,6 @@ each model's rows as its outcome arrives -> the fleet reports read the store
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -131,8 +130,8 @@ def _rows(task: Task, outcome: Outcome, key: Key, kind: str, scan_id: int) -> li
 
 
 def _size(path: str) -> int:
-    total = 0
-    for p in [path, *keys.companions(path)]:
-        with contextlib.suppress(OSError):
-            total += os.stat(p).st_size
-    return total
+    """The model file's bytes (not its external data, which the linter reads only when needed)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -23,11 +23,11 @@ from graphlint.errors import UsageError
 from graphlint.scan.work import BUDGET_MARGIN, Outcome, Spec, Task, gave_up, run_task
 
 RETRIES = 2  # Ray re-runs a task whose worker died this many times
-# Memory a task declares: the interpreter with onnx, the engines' tables and the IR of a small
-# graph, plus a multiple of the model's bytes (a loaded proto, then the IR built from it);
-# measured in bench/README.md ("Fleet scan").
-BASE_MEMORY = 400 << 20
-MEMORY_PER_BYTE = 3
+# Memory a task declares: the interpreter with onnx and the engines' tables, plus a multiple of
+# the model file's bytes (the parsed proto, then the IR built from it); external data is not
+# counted, the linter reads it only when needed. Peak RSS measured in bench/README.md ("Fleet scan").
+BASE_MEMORY = 384 << 20
+MEMORY_PER_BYTE = 6
 
 
 def task_memory(task: Task) -> int:

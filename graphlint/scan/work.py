@@ -34,7 +34,7 @@ class Task:
     path: str
     targets: tuple[str, ...]  # target specs to lint (those the model's format can take)
     shapes: tuple[str, ...] = ()  # the manifest's --shapes for this model
-    size: int = 0  # bytes of the model's files: how much memory the task declares
+    size: int = 0  # bytes of the model file: how much memory the task declares
 
 
 @dataclass
