@@ -1,6 +1,8 @@
 """Build rules/data/support/openvino-<version>.json by asking the installed OpenVINO itself.
 
     python rules/data/gen/gen_openvino.py
+    PYTHONPATH=. .venvs/openvino-2024.6/bin/python rules/data/gen/gen_openvino.py   # an earlier release's venv
+                                                                                # (testmodels/engine_venvs.sh)
 
 For every operator schema onnx (and onnxruntime, for com.microsoft) defines, at every
 since-version, a one-node model is converted with OpenVINO's ONNX frontend; the frontend says
@@ -17,7 +19,12 @@ the lowest such opset is found by probing the op's first schema at lower model o
 Element types the frontend can load at all are probed the same way (a graph input of each ONNX
 type feeding Identity). Translator and CPU-plugin checks that reject valid nodes (inputs that must
 be constant, rank limits, attribute values) are not discoverable this way; they are listed in
-``MANUAL`` with the frontend/plugin error text they come from.
+``MANUAL`` with the frontend/plugin error text they come from (observed on 2026.4.1; cited for the release
+the table is made from, with line numbers only where they were read from that release's errors).
+
+Every probe goes through ``read_model`` in a child process (``_Reader``): openvino 2024.6.0 crashes on a
+placeholder node of a translator it has. A release whose supported_ops.md is not in ``DOCUMENTS`` gets a
+table without rows (its ``source`` is the table itself).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -38,16 +46,38 @@ from onnx import TensorProto, helper
 from graphlint.fsutil import atomic_write_text
 
 DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
-NOT_FOUND = re.compile(r"No conversion rule found for operations: ([^\n]*)")
+# No translator: "No conversion rule found for operations: Op-N" (2026.4); 2024.6 says "OpenVINO does not
+# support the following ONNX operations: [domain.]Op".
+NOT_FOUND = re.compile(r"(?:No conversion rule found for operations|OpenVINO does not support the following ONNX "
+                       r"operations): ([^\n]*)")
 OV_VERSION = ov.get_version().split("-")[0]
+OV_MAJOR_MINOR = ".".join(OV_VERSION.split(".")[:2])
+# The wheel's version string names the branch it was built from ("2024.6.0-17404-4c0f47d2335-releases/2024/6").
+OV_BRANCH = ov.get_version().rsplit("-", 1)[-1] if "releases/" in ov.get_version() else \
+    f"releases/{OV_MAJOR_MINOR.replace('.', '/')}"
 
-DOCUMENT = ("https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581cf29cae47563090e5deca0/"
-            "src/frontends/onnx/docs/supported_ops.md")
+# The frontend's own table (src/frontends/onnx/docs/supported_ops.md) per release, where a copy of it
+# was read (shared/reference/openvino-onnx-supported-ops.md is the 2026.4 one): entries cite its lines.
+# For other releases the document is not cited; its ops that have no ONNX schema (ATen,
+# org.openvinotoolkit, ...) are still the candidates, probed on the wheel with a schema-less node.
+DOCUMENTS = {
+    "2026.4": ("https://github.com/openvinotoolkit/openvino/blob/0ae60f0ffec990b581cf29cae47563090e5deca0/"
+               "src/frontends/onnx/docs/supported_ops.md"),
+}
+DOCUMENT = DOCUMENTS.get(OV_MAJOR_MINOR)
 
 _FE = "OpenVINO ONNX frontend conversion error"
 # The translators' source at the release the wheel was built from (its version string names the branch and commit).
-_OP_SRC = "https://github.com/openvinotoolkit/openvino/blob/releases/2026/4/src/frontends/onnx/frontend/src/op/"
+_OP_SRC = f"https://github.com/openvinotoolkit/openvino/blob/{OV_BRANCH}/src/frontends/onnx/frontend/src/op/"
 _CPU = "OpenVINO CPU plugin compile error"
+# Lines of the checks MANUAL quotes, as the engine's error text named them on the release they were observed
+# on; another release cites the file alone.
+_LINES = {"2026.4.1": {"conv.cpp": 38, "loop.cpp": 310, "src/plugins/intel_cpu/src/node.cpp": 108}}
+
+
+def _at(file: str) -> str:
+    line = _LINES.get(OV_VERSION, {}).get(file)
+    return f"{file}:{line} in {OV_VERSION}" if line else f"{file} in {OV_VERSION}"
 
 
 def _c(kind: str, text: str, source: str, **kw: Any) -> dict[str, Any]:
@@ -96,19 +126,19 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
                     "parameters (scan.cpp): a body that reads computed values of the enclosing graph (constants are "
                     "fine)", _FE, attr="body")],
         # ov::op::v8::If merges its branches' shapes unless the condition folds (bounds included).
-        "Conv": [_c("static_rank", "The input data tensor's rank has to be known (static) (conv.cpp:38 in "
-                    f"2026.4.1, {_OP_SRC}conv.cpp; ov::op::v8::If gives a dynamic rank when its branches differ in "
+        "Conv": [_c("static_rank", "The input data tensor's rank has to be known (static) ("
+                    f"{_at('conv.cpp')}, {_OP_SRC}conv.cpp; ov::op::v8::If gives a dynamic rank when its branches differ in "
                     "rank and its condition does not fold)", _FE, inputs=[0])],
         "Loop": [_c("body_passthrough", "The provided loop body graph canonical inputs size (N), does not match the "
-                    f"sum of loop carried dependencies and two mandatory inputs (loop.cpp:310 in 2026.4.1, {_OP_SRC}"
+                    f"sum of loop carried dependencies and two mandatory inputs ({_at('loop.cpp')}, {_OP_SRC}"
                     "loop.cpp, read from a file: each body output that is a body input unchanged adds a body "
                     "parameter; a model read from memory converts)", _FE, attr="body", skip_inputs=2, skip_outputs=1)],
         "If": [_c("input_rank", "Check 'if_condition_rank.compatible(1) || if_condition_rank.compatible(0)' "
-                  "failed (ov::op::v8::If, https://github.com/openvinotoolkit/openvino/blob/releases/2026/4/src/"
+                  f"failed (ov::op::v8::If, https://github.com/openvinotoolkit/openvino/blob/{OV_BRANCH}/src/"
                   "core/src/op/if.cpp): the condition must be a scalar or 1-D; ONNX allows any one-element tensor",
                   _FE, inputs=[0], ranks=[0, 1]),
                _c("static_output_rank", "CPU plug-in doesn't support If operation with dynamic rank (Check "
-                  "'!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:108 in 2026.4.1: every "
+                  f"'!shape.rank().is_dynamic()' failed at {_at('src/plugins/intel_cpu/src/node.cpp')}: every "
                   "CPU node needs outputs of static rank; ov::op::v8::If merges branches of different rank into a "
                   "dynamic rank unless its condition folds)", _CPU)],
         "Split": [_c("split_outputs_fit", "The split number is invalid (split.cpp): num_outputs chunks of "
@@ -157,7 +187,7 @@ def _probe_model(schema: Any, domain: str, opset: int | None = None) -> onnx.Mod
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
-def _lowest_opset(core: ov.Core, schema: Any, folder: str) -> int | None:
+def _lowest_opset(core: ov.Core | _Reader, schema: Any, folder: str) -> int | None:
     """The lowest model opset below the op's first schema at which the frontend converts it (a
     translator registered at version k takes every opset from k on, so the answer is a bisection)."""
     lo, hi, best = 1, schema.since_version - 1, None
@@ -170,18 +200,73 @@ def _lowest_opset(core: ov.Core, schema: Any, folder: str) -> int | None:
     return best
 
 
-def _converts(core: ov.Core, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
-    path = os.path.join(folder, "probe.onnx")
-    onnx.save(model, path)
+_CHILD = """
+import json, sys
+import openvino as ov
+core = ov.Core()
+for line in sys.stdin:
+    try:
+        core.read_model(line.rstrip("\\n"))
+        said = ""
+    except Exception as e:
+        said = str(e)
+    print("@@" + json.dumps(said), flush=True)
+"""
+
+
+class _Reader:
+    """``read_model`` in a child process: a probe that crashes the reader (openvino 2024.6.0: SIGSEGV on a
+    one-input org.openvinotoolkit DetectionOutput) ends that child, not the generator; a new child takes the
+    next probe. A crash comes after the frontend found a translator, so it counts as one."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+
+    def read(self, path: str) -> str | None:
+        """What read_model said ("" when it converted), None when it crashed."""
+        if self.proc is None:
+            self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(path + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        for line in self.proc.stdout:
+            if line.startswith("@@"):
+                return json.loads(line[2:])
+        self.proc.wait()
+        self.proc = None
+        return None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.communicate()
+            self.proc = None
+
+
+def _read(core: ov.Core | _Reader, path: str) -> str | None:
+    """What read_model said of the file ("" when it converted), None when it crashed."""
+    if isinstance(core, _Reader):
+        return core.read(path)
     try:
         core.read_model(path)
-        return True, ""
+        return ""
     except Exception as e:
-        text = str(e)
-        m = NOT_FOUND.search(text)
-        if m and model.graph.node[0].op_type in m.group(1):
-            return False, m.group(1).strip()
-        return True, " ".join(text.split())[:200]
+        return str(e)
+
+
+def _converts(core: ov.Core | _Reader, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
+    path = os.path.join(folder, "probe.onnx")
+    onnx.save(model, path)
+    said = _read(core, path)
+    if said is None:
+        return True, "read_model crashed (after finding a translator)"
+    m = NOT_FOUND.search(said)
+    if m and model.graph.node[0].op_type in m.group(1):
+        return False, m.group(1).strip()
+    return True, " ".join(said.split())[:200]
 
 
 def _doc_rows(md: str) -> dict[tuple[str, str], tuple[int, str]]:
@@ -230,7 +315,7 @@ class _P:
         self.option = onnx.defs.OpSchema.FormalParameterOption(option)
 
 
-def _dtypes(core: ov.Core, folder: str) -> tuple[list[str], list[str]]:
+def _dtypes(core: ov.Core | _Reader, folder: str) -> tuple[list[str], list[str]]:
     from graphlint import dtypes
 
     ok, bad = [], []
@@ -241,15 +326,11 @@ def _dtypes(core: ov.Core, folder: str) -> tuple[list[str], list[str]]:
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
         path = os.path.join(folder, "t.onnx")
         onnx.save(m, path)
-        try:
-            core.read_model(path)
-            ok.append(name)
-        except Exception:
-            bad.append(name)
+        (ok if _read(core, path) == "" else bad).append(name)
     return ok, bad
 
 
-def _local_functions(core: ov.Core, folder: str) -> bool:
+def _local_functions(core: ov.Core | _Reader, folder: str) -> bool:
     """Whether a call of a model-local function (its body: Sigmoid, Mul) converts."""
     fn = helper.make_function("local.probe", "gated", ["x"], ["y"],
                               [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
@@ -262,7 +343,7 @@ def _local_functions(core: ov.Core, folder: str) -> bool:
     return _converts(core, m, folder)[1] == ""
 
 
-def _max_opset(core: ov.Core, folder: str) -> int:
+def _max_opset(core: ov.Core | _Reader, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
         g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
@@ -274,9 +355,20 @@ def _max_opset(core: ov.Core, folder: str) -> int:
     return best
 
 
+def _bare_model(domain: str, op: str, opset: int) -> onnx.ModelProto:
+    """One node of an op that has no ONNX schema (the frontend's table lists it): one float input."""
+    dom = "" if domain == "ai.onnx" else domain
+    node = helper.make_node(op, ["in0"], ["out0"], domain=dom)
+    graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("in0", TensorProto.FLOAT, [1, 2, 3, 4])],
+                              [helper.make_tensor_value_info("out0", TensorProto.FLOAT, None)])
+    opsets = [helper.make_opsetid(dom, opset)] + ([helper.make_opsetid("", 17)] if dom else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
 def build(md: str) -> dict[str, Any]:
-    core = ov.Core()
+    core = _Reader()
     rows = _doc_rows(md)
+    cite = DOCUMENT is not None  # the document is this release's: entries cite its rows
     found: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"versions": [], "rejected": []})
     first: dict[str, Any] = {}  # default-domain op -> its first schema
     with tempfile.TemporaryDirectory() as folder:
@@ -291,9 +383,16 @@ def build(md: str) -> dict[str, Any]:
         ok_types, bad_types = _dtypes(core, folder)
         max_opset = _max_opset(core, folder)
         local_functions = _local_functions(core, folder)
+        # Another release's document: its ops without a schema are only candidates, asked of this wheel.
+        bare = {} if cite else {
+            (dom, op): _converts(core, _bare_model(dom, op, min(int(v) for v in re.findall(r"\d+", versions))),
+                                 folder)[0]
+            for (dom, op), (_, versions) in rows.items()
+            if op not in {o for d, o in found if d == dom} and re.search(r"\d", versions)}
+    core.close()
     domains: dict[str, dict[str, Any]] = defaultdict(dict)
     for (dom, op), f in sorted(found.items()):
-        row = rows.get((dom, op))
+        row = rows.get((dom, op)) if cite else None
         pre = below.get(op) if dom == "ai.onnx" else None
         entry: dict[str, Any] = {
             "since": pre or (min(f["versions"]) if f["versions"] else None),
@@ -311,15 +410,25 @@ def build(md: str) -> dict[str, Any]:
     for (dom, op), (lineno, versions) in rows.items():
         if op not in domains.get(dom, {}) and versions:
             vs = [int(v) for v in re.findall(r"\d+", versions)]
-            domains[dom][op] = {"since": min(vs), "probed": [], "row": lineno, "doc_versions": versions}
+            if cite:
+                domains[dom][op] = {"since": min(vs), "probed": [], "row": lineno, "doc_versions": versions}
+            elif (dom, op) in bare:  # probed schema-less at the document's first version
+                domains[dom][op] = {"since": min(vs) if bare[(dom, op)] else None, "probed": [min(vs)],
+                                    "row": None, "doc_versions": None}
+    head: dict[str, Any] = {"engine": "openvino", "version": OV_VERSION, "kind": "ov-onnx-frontend"}
+    if cite:
+        head |= {"source": DOCUMENT, "row_anchor": "#L",
+                 "source_note": f"openvino {OV_VERSION} wheel: ONNX frontend conversion of one-node probe models "
+                                "(rules/data/gen/gen_openvino.py); rows cite the frontend's supported_ops.md"}
+    else:
+        head |= {"source": f"rules/data/support/openvino-{OV_MAJOR_MINOR}.json (the openvino {OV_VERSION} wheel's "
+                           "ONNX frontend, probed)",
+                 "source_note": f"openvino {OV_VERSION} wheel ({ov.get_version()}): ONNX frontend conversion of one-node "
+                                "probe models (rules/data/gen/gen_openvino.py); the frontend's supported_ops.md of "
+                                f"{OV_BRANCH} was not read here, so entries cite no row; the ops without an ONNX schema "
+                                "are the ones a newer release's table lists, each probed with a schema-less node"}
     return {
-        "engine": "openvino",
-        "version": OV_VERSION,
-        "kind": "ov-onnx-frontend",
-        "source": DOCUMENT,
-        "row_anchor": "#L",
-        "source_note": f"openvino {OV_VERSION} wheel: ONNX frontend conversion of one-node probe models "
-                       "(rules/data/gen/gen_openvino.py); rows cite the frontend's supported_ops.md",
+        **head,
         "generated_by": "rules/data/gen/gen_openvino.py",
         "dispatch": "domain",
         "max_opset": max_opset,

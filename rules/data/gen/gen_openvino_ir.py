@@ -14,7 +14,8 @@ headers mark them "Missing in opset1"). The reader crashes (SIGSEGV) on a few ma
 (a one-input Broadcast, Assign, ReadValue): it had found the operation, so those count as present.
 
 Per operation the table also records how many inputs it requires, read from the signature of
-the wheel's Python factory for it (``openvino.opsetN.<snake_case name>``: node arguments without
+the wheel's Python factory for it (``openvino.opsetN.<snake_case name>``, ``openvino.runtime.opsetN`` in
+releases before 2025: node arguments without
 a default): an IR whose layer leaves a required input port without an ``<edge>`` is refused. It
 is ``null`` where no factory matches or the inputs are a list (Concat), i.e. unknown.
 """
@@ -109,9 +110,14 @@ def reader_opset(opset: str, candidates: list[str], folder: str) -> list[str]:
 
 def required_inputs(opset: str, op: str) -> int | None:
     """Node arguments without a default in the wheel's Python factory for ``op``, or None."""
-    try:
-        module = importlib.import_module(f"openvino.{opset}")
-    except ImportError:
+    module = None
+    for name in (f"openvino.{opset}", f"openvino.runtime.{opset}"):  # openvino.runtime.opsetN before 2025
+        try:
+            module = importlib.import_module(name)
+            break
+        except ImportError:
+            continue
+    if module is None:
         return None
     factories = {k.replace("_", "").lower(): getattr(module, k) for k in dir(module) if not k.startswith("_")}
     fn = factories.get(op.lower())

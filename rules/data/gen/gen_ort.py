@@ -1,6 +1,8 @@
 """Build rules/data/support/ort-<version>-cpu.json from the installed onnxruntime wheel itself.
 
     python rules/data/gen/gen_ort.py
+    PYTHONPATH=. .venvs/ort-1.20/bin/python rules/data/gen/gen_ort.py   # an earlier release, in its pinned venv
+                                                                       # (testmodels/engine_venvs.sh)
 
 Reads the CPU execution provider's registered kernels (``get_all_opkernel_def()``) and the
 operator schemas ORT was built with (``get_all_operator_schema()``, which include the
