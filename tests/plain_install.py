@@ -89,8 +89,27 @@ def main() -> int:
     else:
         passed += 1
         print(f"ok   graphlint.check on the example: {len(report.errors)} errors over 3 targets")
+    ok, why = scan_without_ray(exe)
+    passed, failed = passed + ok, failed + (not ok)
+    print(f"{'ok  ' if ok else 'FAIL'} graphlint scan without the ray extra: {why}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def scan_without_ray(exe: str) -> tuple[bool, str]:
+    """``graphlint scan`` works on the local pool; ``--ray`` says to install the extra (exit 2)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "fleet.db")
+        args = [exe, "scan", os.path.join(ROOT, "testmodels", "examples"), "--targets", "trt,ort", "--store", store]
+        run = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=600)
+        if run.returncode not in (0, 1) or "1 linted" not in run.stderr:
+            return False, f"local scan: exit {run.returncode}: {run.stderr.strip()[:200]}"
+        run = subprocess.run([*args, "--ray", "auto"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+        if run.returncode != 2 or "pip install 'graphlint[ray]'" not in run.stderr or "Traceback" in run.stderr:
+            return False, f"--ray without Ray: exit {run.returncode}: {run.stderr.strip()[:200]}"
+    return True, "local scan stored, --ray asks for graphlint[ray]"
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
     specs = list(dict.fromkeys(resolve(t).spec for t in targets))
     if not specs:
         raise UsageError("graphlint scan needs --targets (e.g. --targets trt@10.1,trt@10.15,openvino)")
+    if ray:  # before hashing a fleet: a scan that cannot run where asked says so at once
+        from graphlint.scan.ray_pool import require_ray
+
+        require_ray()
     items = sources.expand(list(source_list))
     spec = Spec(tuple(select), tuple(ignore), tuple(shapes), config, root, time_budget)
     eff = effective_config(targets=[], select=list(select), ignore=list(ignore), shapes=list(shapes),

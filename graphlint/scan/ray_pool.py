@@ -34,13 +34,19 @@ def task_memory(task: Task) -> int:
     return BASE_MEMORY + MEMORY_PER_BYTE * task.size
 
 
-def connect(address: str) -> tuple[Any, bool]:
-    """The ray module, connected to the cluster at ``address`` (``auto``: the one this machine
-    belongs to, or RAY_ADDRESS); whether this call connected (then the caller disconnects)."""
+def require_ray() -> Any:
+    """The ray module, or a usage error that says how to install it."""
     try:
         import ray
     except ImportError:
         raise UsageError("--ray needs Ray: pip install 'graphlint[ray]'") from None
+    return ray
+
+
+def connect(address: str) -> tuple[Any, bool]:
+    """The ray module, connected to the cluster at ``address`` (``auto``: the one this machine
+    belongs to, or RAY_ADDRESS); whether this call connected (then the caller disconnects)."""
+    ray = require_ray()
     if ray.is_initialized():  # a program that started or joined a cluster itself
         return ray, False
     try:
