@@ -46,3 +46,13 @@ def test_startup_bench_runs():
     out = subprocess.run([sys.executable, os.path.join(BENCH, "startup.py"), "--rounds", "1"], check=True,
                          capture_output=True, text=True).stdout
     assert "import graphlint" in out and "graphlint.check(example, 'ort')" in out and "x import onnx" in out
+
+
+def test_scan_bench_tiny():
+    """bench/scan.py on the example alone and a tiny fleet of 3, local pool only."""
+    examples = os.path.join(os.path.dirname(__file__), "..", "testmodels", "examples")
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "scan.py"), "--fleet", examples, "--tiny", "3",
+                           "--no-ray", "--jobs", "2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "local pool, from the store" in proc.stdout and "graphlint check (baseline)" in proc.stdout
+    assert "model rows/s committed" in proc.stdout

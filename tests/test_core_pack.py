@@ -7,11 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from tests.conftest import ROOT, validate_sarif
+from tests.packs import install_pack
 from tests.test_core_ir import core_models  # noqa: F401 (fixture)
 
 PACK_RULE = '''
@@ -54,28 +54,8 @@ RULES = [NoConv]
 
 @pytest.fixture(scope="module")
 def pack_site(tmp_path_factory) -> str:
-    src = tmp_path_factory.mktemp("acme_pack_src")
-    (src / "acme_graphlint").mkdir()
-    (src / "acme_graphlint" / "__init__.py").write_text(PACK_RULE)
-    (src / "pyproject.toml").write_text(textwrap.dedent('''
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "acme-graphlint"
-        version = "0.1"
-
-        [project.entry-points."graphlint.rules"]
-        acme = "acme_graphlint:RULES"
-
-        [tool.setuptools]
-        packages = ["acme_graphlint"]
-    '''))
-    site = tmp_path_factory.mktemp("acme_site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(site), str(src)], check=True, capture_output=True)
-    return str(site)
+    return install_pack(tmp_path_factory.mktemp("acme_pack_src"), tmp_path_factory.mktemp("acme_site"),
+                        "acme-graphlint", "acme_graphlint", "acme", PACK_RULE)
 
 
 def run_with_pack(site: str, *args: str) -> subprocess.CompletedProcess:

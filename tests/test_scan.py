@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from graphlint.scan.store import Store
 from testmodels import fleet
 from tests.browser import CHROMIUM, Browser
 from tests.conftest import ROOT
+from tests.packs import install_pack
 
 PIPELINES = Path(ROOT) / "testmodels" / "pipelines"
 # A few real exports of different kinds: a merged decoder, a ViT, a skl2onnx pipeline, an OpenVINO IR.
@@ -114,10 +114,40 @@ def test_manifest_shapes_reach_the_lint(tmp_path):
     (row2,) = _rows(db).values()
     assert row2.key.options_hash != row.key.options_hash and row2.key.sha256 == row.key.sha256
     assert "GL3007" not in {f["rule_id"] for f in row2.findings}
+    # a CSV manifest: the shapes field quoted (a profile holds commas)
+    (tmp_path / "with.csv").write_text('path,shapes\nvit.onnx,"pixel_values:1x3x32x32,2x3x32x32,8x3x32x32"\n')
+    r = _scan(str(tmp_path / "with.csv"), "--targets", "trt@10.15", "--store", str(db))
+    assert "1 linted" in r.stderr, r.stderr  # another profile: another options hash, linted again
+    (row3,) = _rows(db).values()
+    assert "GL3007" not in {f["rule_id"] for f in row3.findings}
     bad = tmp_path / "bad.csv"
     bad.write_text("model\nvit.onnx\n")
     r = _scan(str(bad), "--targets", "trt", "--store", str(db))
     assert r.returncode == 2 and "needs a header with a 'path' column" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sources_expand_folders_globs_and_manifests(tmp_path):
+    from graphlint.errors import UsageError
+    from graphlint.scan.sources import expand
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / ".venv").mkdir()
+    for rel in ("a/m.onnx", ".venv/hidden.onnx", "a/config.xml", "a/ir.xml"):
+        (tmp_path / rel).write_bytes(b"")
+    (tmp_path / "a" / "ir.xml").write_text('<?xml version="1.0"?>\n<net name="x" version="11"></net>')
+    (tmp_path / "a" / "config.xml").write_text("<config/>")
+    (tmp_path / "m.csv").write_text('path,shapes\na/m.onnx,"x:1x2,2x2,4x2;y:1 z:2"\n')
+    items = expand([str(tmp_path / "m.csv"), str(tmp_path), str(tmp_path / "a" / "*.onnx")])
+    names = [os.path.relpath(i.path if os.path.isabs(i.path) else os.path.join(ROOT, i.path), tmp_path)
+             for i in items]
+    assert names == ["a/m.onnx", "a/ir.xml"]  # once each, the manifest's entry first; no hidden, no non-IR xml
+    assert items[0].shapes == ("x:1x2,2x2,4x2", "y:1", "z:2")
+    for bad, why in (("nope/", "no such file or folder"), (str(tmp_path / "*.none"), "matches no model")):
+        with pytest.raises(UsageError, match=why):
+            expand([bad])
+    (tmp_path / "bad.jsonl").write_text('{"path": "a/m.onnx"}\n[1]\n')
+    with pytest.raises(UsageError, match=r"bad.jsonl:2: expected an object"):
+        expand([str(tmp_path / "bad.jsonl")])
 
 
 CRASH_PACK = '''
@@ -160,25 +190,8 @@ RULES = [Crash]
 
 @pytest.fixture(scope="module")
 def crash_site(tmp_path_factory) -> str:
-    src = tmp_path_factory.mktemp("crash_pack_src")
-    (src / "zzt_crash").mkdir()
-    (src / "zzt_crash" / "__init__.py").write_text(CRASH_PACK)
-    (src / "pyproject.toml").write_text(textwrap.dedent('''
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "zzt-crash"
-        version = "0.1"
-        [project.entry-points."graphlint.rules"]
-        zzt = "zzt_crash:RULES"
-        [tool.setuptools]
-        packages = ["zzt_crash"]
-    '''))
-    site = tmp_path_factory.mktemp("crash_site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(site), str(src)], check=True, capture_output=True)
-    return str(site)
+    return install_pack(tmp_path_factory.mktemp("crash_pack_src"), tmp_path_factory.mktemp("crash_site"),
+                        "zzt-crash", "zzt_crash", "zzt", CRASH_PACK)
 
 
 def test_crashes_timeouts_and_unreadable_models_are_recorded(tmp_path, crash_site):
@@ -274,6 +287,8 @@ def test_diff_of_the_two_tensorrt_tables(fleet_store):
         assert rows[(c["path"], "trt@10.1")].verdict == c["before"] and rows[(c["path"], "trt@10.15")].verdict == c["after"]
     unchanged = sum(1 for (p, t), row in rows.items() if t == "trt@10.1" and row.verdict == rows[(p, "trt@10.15")].verdict)
     assert d["unchanged"] == unchanged and d["compared"] == unchanged + len(d["changed"])
+    missing = _scan("--store", str(fleet_store), "--diff", "trt@10.1", "ort@1.20")
+    assert missing.returncode == 2 and "holds no results for ort@1.20:cpu" in missing.stderr
     text = _scan("--store", str(fleet_store), "--diff", "trt@10.1", "trt@10.15")
     assert f"{fleet.OP23}: error -> warning (better)" in text.stdout
     assert "- error GL0002" in text.stdout

@@ -67,6 +67,17 @@ def test_ray_scan_stores_what_a_local_scan_stores(cluster, local_rows, tmp_path)
     assert again.linted == 0 and again.reused == len(again.paths)
 
 
+def test_tasks_declare_memory_from_file_size(cluster):
+    from graphlint.scan.ray_pool import BASE_MEMORY, MEMORY_PER_BYTE, task_memory
+    from graphlint.scan.work import Task
+
+    node = max(n["Resources"]["memory"] for n in ray.nodes() if n["Alive"])
+    small, big = Task("a.onnx", ("trt",), size=10_000), Task("b.onnx", ("trt",), size=int(node) // MEMORY_PER_BYTE)
+    assert BASE_MEMORY <= task_memory(small) < task_memory(big)
+    assert task_memory(big) > node  # a model this big asks for more than this machine's Ray node holds...
+    assert task_memory(big, node) == int(node)  # ...so it is capped to run alone there, not left waiting
+
+
 def _busy_workers() -> list[int]:
     """Ray workers running one of our tasks (Ray titles a worker with the task's name, ``graphlint:<model>``,
     while it runs it)."""

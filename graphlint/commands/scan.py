@@ -13,6 +13,7 @@ import sys
 import click
 
 from graphlint.commands.common import emit, guarded, progress, split_values
+from graphlint.errors import UsageError
 
 
 @click.command("scan")
@@ -76,6 +77,11 @@ def command(sources, targets, store, select, ignore, shapes, config_path, repo_r
         pages = write_dashboard(report_path, fleet.summarize(rows), rows, title)
         click.echo(f"graphlint: wrote {report_path} and {pages} model page(s)", err=True)
     if diff_specs:
+        held = {r.target for r in rows}
+        for t in diff_specs:
+            if t not in held:
+                raise UsageError(f"the store holds no results for {t} (it has {', '.join(sorted(held)) or 'none'}); "
+                                 f"scan with --targets {t} first")
         d = fleet.diff(rows, *diff_specs)
         emit(json.dumps(d, indent=2) + "\n" if fmt == "json" else fleet.render_diff_text(d), output)
         sys.exit(1 if d["worse"] else 0)

@@ -57,7 +57,8 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
 
         require_ray()
     items = sources.expand(list(source_list))
-    spec = Spec(tuple(select), tuple(ignore), tuple(shapes), config, root, time_budget)
+    spec = Spec(tuple(select), tuple(ignore), tuple(shapes), config and os.path.abspath(config),
+                root and os.path.abspath(root), time_budget, os.getcwd())
     eff = effective_config(targets=[], select=list(select), ignore=list(ignore), shapes=list(shapes),
                            config_path=config, repo_root=root, models=[])
     rules_hash = keys.rule_data_hash(options_for(spec, ())[1])

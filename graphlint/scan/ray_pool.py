@@ -30,8 +30,10 @@ BASE_MEMORY = 384 << 20
 MEMORY_PER_BYTE = 6
 
 
-def task_memory(task: Task) -> int:
-    return BASE_MEMORY + MEMORY_PER_BYTE * task.size
+def task_memory(task: Task, node_memory: float = float("inf")) -> int:
+    """Bytes of memory the task declares; never more than the largest node has (Ray would keep a
+    task no node can hold waiting for ever: such a model then runs alone on the largest node)."""
+    return int(min(BASE_MEMORY + MEMORY_PER_BYTE * task.size, node_memory))
 
 
 def require_ray() -> Any:
@@ -72,6 +74,7 @@ def _dispatch(ray: Any, tasks: list[Task], spec: Spec, on_outcome: Callable[[Tas
               on_model: Callable[[str], None] | None) -> None:
     remote = ray.remote(run_task)
     in_flight = int(ray.cluster_resources().get("CPU", 1)) + 2
+    largest = max((n["Resources"].get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0) or float("inf")
     # A task may wait behind another before it starts; past that, its worker holds a C++ call.
     overdue = 2 * spec.time_budget + BUDGET_MARGIN if spec.time_budget else float("inf")
     queue = deque(sorted(tasks, key=lambda t: -t.size))  # the biggest first: no long tail at the end
@@ -82,11 +85,14 @@ def _dispatch(ray: Any, tasks: list[Task], spec: Spec, on_outcome: Callable[[Tas
                 task = queue.popleft()
                 if on_model:
                     on_model(task.path)
-                ref = remote.options(num_cpus=1, memory=task_memory(task), max_retries=RETRIES,
+                ref = remote.options(num_cpus=1, memory=task_memory(task, largest), max_retries=RETRIES,
                                      retry_exceptions=False, name=f"graphlint:{task.path}").remote(task, spec)
                 running[ref] = (task, time.monotonic() + overdue)
             soonest = min(d for _, d in running.values()) - time.monotonic()
-            done, _ = ray.wait(list(running), num_returns=1, timeout=max(min(soonest, 60.0), 0.0))
+            refs = list(running)
+            done, rest = ray.wait(refs, num_returns=1, timeout=max(min(soonest, 60.0), 0.0))
+            if done and rest:  # and every other one that is ready: one pass over the refs, not one each
+                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in done:
                 task, _ = running.pop(ref)
                 on_outcome(task, _result(ray, ref, task))

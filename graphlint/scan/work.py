@@ -27,6 +27,7 @@ class Spec:
     config_path: str | None = None
     root: str | None = None
     time_budget: float = 300.0
+    cwd: str = ""  # the driver's working folder: models are named relative to it (graphlint.scan.sources)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ def run_task(task: Task, spec: Spec) -> Outcome:
 
     t0 = time.perf_counter()
     try:
+        if spec.cwd and os.getcwd() != spec.cwd:  # a Ray worker started elsewhere: paths are the driver's
+            os.chdir(spec.cwd)
         opts, rules = options_for(spec, task.shapes)
         found, failure = lint_one(task.path, [resolve(t) for t in task.targets], rules, opts)
         if failure is not None:
