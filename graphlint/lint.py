@@ -167,11 +167,11 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     if opts.jobs > 1 and len(paths) > 1:
         _warm(paths, explicit)
         quiet = dataclasses.replace(opts, on_model=None)  # progress is shown as workers start
+        one = functools.partial(lint_one, explicit=explicit, rules=rules, opts=quiet)  # a dead worker's: here, IR kept
         per_path = workers.lint_each(
-            paths, functools.partial(workers.lint_detached,
-                                     functools.partial(lint_one, explicit=explicit, rules=rules, opts=quiet)),
+            paths, functools.partial(workers.lint_detached, one),
             functools.partial(budget_outcome, seconds=opts.time_budget),
-            jobs=opts.jobs, time_budget=opts.time_budget, on_model=opts.on_model)
+            jobs=opts.jobs, time_budget=opts.time_budget, on_model=opts.on_model, died=one)
     else:
         per_path = [lint_one(path, explicit, rules, opts) for path in paths]
     results: list[LintResult] = []

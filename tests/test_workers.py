@@ -45,9 +45,10 @@ def paths(tmp_path_factory) -> list[str]:
 
 def _each(paths: list[str], rules: list, opts: LintOptions) -> list:
     """workers.lint_each as lint_paths calls it, with these rules for the trt target."""
-    return workers.lint_each(paths, functools.partial(lint_one, explicit=[resolve("trt")], rules=rules, opts=opts),
+    lint = functools.partial(lint_one, explicit=[resolve("trt")], rules=rules, opts=opts)
+    return workers.lint_each(paths, functools.partial(workers.lint_detached, lint),
                              functools.partial(budget_outcome, seconds=opts.time_budget),
-                             jobs=opts.jobs, time_budget=opts.time_budget, on_model=None)
+                             jobs=opts.jobs, time_budget=opts.time_budget, on_model=None, died=lint)
 
 
 def _report(run) -> str:
