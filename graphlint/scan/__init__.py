@@ -63,44 +63,18 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
                            config_path=config, repo_root=root, models=[])
     rules_hash = keys.rule_data_hash(options_for(spec, ())[1])
     settings = {"select": sorted(select), "ignore": sorted(ignore), "shapes": list(shapes)}
-    dialect = {t: resolve(t).dialects for t in specs}
+
+    def key_of(item: sources.Item, sha: str) -> Key:
+        return Key(sha, __version__, rules_hash,
+                   keys.options_hash(dict(settings, model_shapes=list(item.shapes)), eff.file))
+
     with Store(store) as db:
         summary = ScanSummary(db.begin_scan("ray" if ray else f"local:{jobs}", specs, len(items)),
                               [i.path for i in items], specs)
-        tasks: list[Task] = []
-        keyed: dict[str, Key] = {}
-        fmt: dict[str, str] = {}
-        for item in items:
-            kind = model_kind(item.path)
-            fmt[item.path] = kind
-            try:
-                sha, fresh_files = keys.model_digest(item.path, db)
-            except OSError as e:
-                sha, fresh_files = f"unreadable:{e.strerror}", []
-            db.remember_digests(fresh_files)
-            key = Key(sha, __version__, rules_hash,
-                      keys.options_hash(dict(settings, model_shapes=list(item.shapes)), eff.file))
-            keyed[item.path] = key
-            stale = [t for t in specs if t not in db.fresh_targets(item.path, key, specs, retry_failed)]
-            if not stale:
-                summary.reused += 1
-                continue
-            applicable = [t for t in stale if kind in dialect[t]]
-            idle = [Row(item.path, t, key, kind, "n/a", [], f"{t} cannot take {kind} models", scan_id=summary.scan_id)
-                    for t in stale if t not in applicable]
-            if sha.startswith("unreadable:"):
-                idle += [Row(item.path, t, key, kind, "failed", [], f"cannot read the model ({sha[11:]})",
-                             scan_id=summary.scan_id) for t in applicable]
-                applicable = []
-                summary.failed.append(item.path)
-            db.put(idle, worker="", attempts=0, seconds=0.0)
-            if applicable:
-                tasks.append(Task(item.path, tuple(applicable), item.shapes, _size(item.path)))
-            elif not idle:
-                summary.reused += 1
+        tasks, keyed = _plan(db, items, specs, key_of, summary, retry_failed)
 
         def store_outcome(task: Task, outcome: Outcome) -> None:
-            db.put(_rows(task, outcome, keyed[task.path], fmt[task.path], summary.scan_id),
+            db.put(_rows(task, outcome, keyed[task.path], model_kind(task.path), summary.scan_id),
                    worker=outcome.worker, attempts=outcome.attempts, seconds=outcome.seconds)
             summary.linted += 1
             if outcome.status != "linted":
@@ -108,11 +82,11 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
 
         on_model = progress(len(tasks)) if progress else None
         try:
-            if ray:
+            if tasks and ray:
                 from graphlint.scan.ray_pool import run_ray
 
                 run_ray(tasks, spec, store_outcome, address=ray, on_model=on_model)
-            else:
+            elif tasks:
                 from graphlint.scan.local import run_local
 
                 run_local(tasks, spec, store_outcome, jobs=jobs, on_model=on_model)
@@ -123,6 +97,41 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
             summary.seconds = time.perf_counter() - t0
             db.end_scan(summary.scan_id, summary.linted, summary.reused, summary.interrupted)
     return summary
+
+
+def _plan(db: Store, items: list[sources.Item], specs: list[str], key_of: Callable[[sources.Item, str], Key],
+          summary: ScanSummary, retry_failed: bool) -> tuple[list[Task], dict[str, Key]]:
+    """The tasks to run: each model's targets whose stored row is stale. Rows that need no lint
+    (a target that cannot take the format, a file that cannot be read) are stored here."""
+    from graphlint.lint import model_kind
+    from graphlint.target import resolve
+
+    dialects = {t: resolve(t).dialects for t in specs}
+    tasks: list[Task] = []
+    keyed: dict[str, Key] = {}
+    for item in items:
+        kind = model_kind(item.path)
+        try:
+            sha, hashed = keys.model_digest(item.path, db)
+        except OSError as e:
+            sha, hashed = f"unreadable:{e.strerror}", []
+        db.remember_digests(hashed)
+        key = keyed[item.path] = key_of(item, sha)
+        stale = [t for t in specs if t not in db.fresh_targets(item.path, key, specs, retry_failed)]
+        applicable = [t for t in stale if kind in dialects[t]]
+        idle = [Row(item.path, t, key, kind, "n/a", [], f"{t} cannot take {kind} models", scan_id=summary.scan_id)
+                for t in stale if t not in applicable]
+        if applicable and sha.startswith("unreadable:"):
+            idle += [Row(item.path, t, key, kind, "failed", [], f"cannot read the model ({sha[11:]})",
+                         scan_id=summary.scan_id) for t in applicable]
+            applicable = []
+            summary.failed.append(item.path)
+        db.put(idle, worker="", attempts=0, seconds=0.0)
+        if applicable:
+            tasks.append(Task(item.path, tuple(applicable), item.shapes, _size(item.path)))
+        elif not stale:
+            summary.reused += 1
+    return tasks, keyed
 
 
 def _rows(task: Task, outcome: Outcome, key: Key, kind: str, scan_id: int) -> list[Row]:
