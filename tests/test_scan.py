@@ -318,8 +318,9 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"
 @needs_chromium
 def test_dashboard_in_chromium(fleet_store, tmp_path):
     page = tmp_path / "fleet.html"
-    r = _scan("--store", str(fleet_store), "--report", str(page))
+    r = _scan("--store", str(fleet_store), "--report", str(page), "--diff", "trt@10.1", "trt@10.15", "--format", "json")
     assert page.exists() and "model page(s)" in r.stderr, r.stderr
+    changed = json.loads(r.stdout)["changed"]  # the diff, printed; its section is on the dashboard
     rows = _rows(fleet_store)
     models = {p for p, _ in rows}
     assert len(list((tmp_path / "fleet_models").glob("*.html"))) == len(models)
@@ -332,6 +333,8 @@ def test_dashboard_in_chromium(fleet_store, tmp_path):
                       "[r.dataset.target, Number(r.children[2].textContent)])")
         for target, errors in counts:
             assert errors == sum(1 for (_, t), row in rows.items() if t == target and row.verdict == "error")
+        assert b.js("document.querySelectorAll('#diff tr.change').length") == len(changed) > 0
+        assert fleet.OP23 in b.js("document.getElementById('diff').textContent")
         shown = b.js("Array.from(document.querySelectorAll('tr.model td:nth-child(2)')).map(e => Number(e.textContent))")
         assert shown == sorted(shown, reverse=True) and shown[0] > 0
         b.screenshot(Path(ROOT) / "testmodels" / "out" / "screenshots" / "fleet_dashboard.png", max_height=2400)

@@ -71,11 +71,8 @@ def command(sources, targets, store, select, ignore, shapes, config_path, repo_r
         raise click.UsageError("--targets and --ray need SOURCES to scan")
     with Store(store, create=bool(sources)) as db:
         rows = list(db.rows(paths=paths))
-    if report_path:
-        from graphlint.scan.dashboard import write_dashboard
-
-        pages = write_dashboard(report_path, fleet.summarize(rows), rows, title)
-        click.echo(f"graphlint: wrote {report_path} and {pages} model page(s)", err=True)
+        scans = db.scans()
+    d = None
     if diff_specs:
         held = {r.target for r in rows}
         for t in diff_specs:
@@ -83,9 +80,15 @@ def command(sources, targets, store, select, ignore, shapes, config_path, repo_r
                 raise UsageError(f"the store holds no results for {t} (it has {', '.join(sorted(held)) or 'none'}); "
                                  f"scan with --targets {t} first")
         d = fleet.diff(rows, *diff_specs)
+    if report_path:
+        from graphlint.scan.dashboard import write_dashboard
+
+        pages = write_dashboard(report_path, fleet.summarize(rows, scans), rows, title, d)
+        click.echo(f"graphlint: wrote {report_path} and {pages} model page(s)", err=True)
+    if d is not None:
         emit(json.dumps(d, indent=2) + "\n" if fmt == "json" else fleet.render_diff_text(d), output)
         sys.exit(1 if d["worse"] else 0)
-    s = fleet.summarize(rows)
+    s = fleet.summarize(rows, scans)
     if fmt == "json" or not report_path or output:
         emit(json.dumps(s, indent=2) + "\n" if fmt == "json" else fleet.render_summary_text(s), output)
     level = Severity.parse(fail_level)

@@ -53,6 +53,14 @@ def _verdict(v: str) -> str:
     return f'<span class="v {cls}">{escape(v)}</span>'
 
 
+def _last_scan(scan: dict[str, Any] | None) -> str:
+    if not scan:
+        return ""
+    cut = " (interrupted)" if scan["interrupted"] else ""
+    return (f" · last scan #{scan['id']} {escape(scan['started'])} on {escape(scan['executor'])}: {scan['linted']} "
+            f"linted, {scan['reused']} from the store{cut}")
+
+
 def _cell(target: dict[str, Any] | None) -> str:
     """A model's verdict for one target, with its error count."""
     if target is None:
@@ -69,12 +77,35 @@ def _page(title: str, body: str) -> str:
             f'<body data-ready="1"><main>{body}</main></body></html>\n')
 
 
-def render_dashboard(summary: dict[str, Any], title: str, pages: str) -> str:
+def render_diff(d: dict[str, Any], pages: str) -> str:
+    """The engine-upgrade section: the models whose verdict changes from ``before`` to ``after``."""
+    rows = "".join(
+        f'<tr class="change" data-direction="{c["direction"]}"><td><a href="{pages}/{c["id"]}.html">'
+        f'{escape(c["path"])}</a></td><td>{_verdict(c["before"])} → {_verdict(c["after"])}</td>'
+        f'<td class="msg">{_rule_counts(c["appear"], "+")}{_rule_counts(c["go_away"], "−")}</td></tr>'
+        for c in d["changed"])
+    table = (f'<table><colgroup><col><col style="width:190px"><col style="width:34%"></colgroup><tr><th>model</th>'
+             f'<th>verdict</th><th>errors and warnings that appear (+) or go away (−)</th></tr>{rows}</table>'
+             if d["changed"] else "")
+    return (f'<section id="diff"><h2>Engine upgrade: <code>{escape(d["before"])}</code> → <code>{escape(d["after"])}'
+            f'</code></h2><p class="sub">{d["compared"]} models compared: {d["worse"]} worse, {d["better"]} better, '
+            f'{d["unchanged"]} unchanged.</p>{table}</section>')
+
+
+def _rule_counts(findings: list[dict[str, Any]], sign: str) -> str:
+    counts: dict[str, int] = {}
+    for f in findings:
+        if f["severity"] in ("error", "warning"):
+            counts[f"{f['rule_id']} {f['severity']}"] = counts.get(f"{f['rule_id']} {f['severity']}", 0) + 1
+    return "".join(f"<span>{sign} {escape(k)}{f' ×{n}' if n > 1 else ''}</span> " for k, n in sorted(counts.items()))
+
+
+def render_dashboard(summary: dict[str, Any], title: str, pages: str, diff: dict[str, Any] | None = None) -> str:
     made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     targets = summary["targets"]
     parts = [f"<h1>{escape(title)}</h1>",
              f'<p class="sub">{summary["models_total"]} models × {len(targets)} targets · graphlint {__version__} · '
-             f"{made}</p>"]
+             f"{made}{_last_scan(summary.get('last_scan'))}</p>"]
     colors = {"failed": "#6e4087", "error": "#cf222e", "warning": "#d4a72c", "clean": "#1a7f37", "n/a": "#d1d9e0"}
     rows = []
     for t in targets:
@@ -108,6 +139,8 @@ def render_dashboard(summary: dict[str, Any], title: str, pages: str) -> str:
     more = (f'<p class="sub">The first {MAX_ROWS} of {len(summary["models"])} models; every model has its page in '
             f'{escape(pages)}/.</p>' if len(summary["models"]) > MAX_ROWS else "")
     cols = "".join(f'<th class="t">{escape(t)}</th>' for t in targets)
+    if diff is not None:
+        parts.append(render_diff(diff, pages))
     parts.append(f'<section id="models"><h2>Models by errors</h2>{more}<table><colgroup><col>'
                  f'<col style="width:84px"><col style="width:100px">{"<col style=width:120px>" * len(targets)}'
                  f'</colgroup><tr><th>model</th><th class="num">errors</th><th class="num">warnings</th>{cols}</tr>'
@@ -139,7 +172,8 @@ def render_model(path: str, rows: list[Row], dashboard: str) -> str:
     return _page(path, "".join(parts))
 
 
-def write_dashboard(path: str, summary: dict[str, Any], rows: list[Row], title: str) -> int:
+def write_dashboard(path: str, summary: dict[str, Any], rows: list[Row], title: str,
+                    diff: dict[str, Any] | None = None) -> int:
     """Write the dashboard at ``path`` and a page per model beside it; the number of pages."""
     stem = os.path.splitext(os.path.basename(path))[0]
     pages = f"{stem}_models"
@@ -156,5 +190,5 @@ def write_dashboard(path: str, summary: dict[str, Any], rows: list[Row], title: 
     for old in os.listdir(folder):  # pages of models no longer in view (only files named as ours)
         if _PAGE.match(old) and old not in written:
             os.unlink(os.path.join(folder, old))
-    atomic_write_text(path, render_dashboard(summary, title, pages))
+    atomic_write_text(path, render_dashboard(summary, title, pages, diff))
     return len(written)

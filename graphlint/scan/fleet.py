@@ -32,7 +32,8 @@ def _live(row: Row) -> list[dict[str, Any]]:
     return [f for f in row.findings if not f.get("suppressed")]
 
 
-def summarize(rows: Iterable[Row]) -> dict[str, Any]:
+def summarize(rows: Iterable[Row], scans: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``scans``: the store's scans (the last one is shown: when, where, how much it linted)."""
     rows = list(rows)
     targets = sorted({r.target for r in rows})
     verdicts = {t: dict.fromkeys(VERDICTS, 0) for t in targets}
@@ -65,7 +66,7 @@ def summarize(rows: Iterable[Row]) -> dict[str, Any]:
     # Models graphlint could not lint first (nothing is known of them), then by errors.
     models.sort(key=lambda m: (not m["failed"], -m["errors"], -m["warnings"], m["path"]))
     return {"schema": SCHEMA, "targets": targets, "models_total": len(models), "verdicts": verdicts,
-            "failing_rules": rules[:TOP_RULES], "models": models}
+            "failing_rules": rules[:TOP_RULES], "models": models, "last_scan": scans[-1] if scans else None}
 
 
 def diff(rows: Iterable[Row], before: str, after: str) -> dict[str, Any]:
