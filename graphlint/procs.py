@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -33,6 +33,17 @@ def set_jobs(n: int) -> None:
     """Use at most ``n`` processes from now on (``--jobs``; 1: no forking at all)."""
     global _JOBS
     _JOBS = n
+
+
+@contextlib.contextmanager
+def using_jobs(n: int) -> Iterator[None]:
+    """``set_jobs(n)`` for the duration of a block (a library call leaves the caller's setting alone)."""
+    global _JOBS
+    old, _JOBS = _JOBS, n
+    try:
+        yield
+    finally:
+        _JOBS = old
 
 
 def jobs() -> int:

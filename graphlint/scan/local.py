@@ -19,10 +19,10 @@ def run_local(tasks: list[Task], spec: Spec, on_outcome: Callable[[Task, Outcome
               on_model: Callable[[str], None] | None = None) -> None:
     global _TASKS, _SPEC
     _TASKS, _SPEC = {t.path: t for t in tasks}, spec
-    procs.set_jobs(jobs)
-    workers.lint_each(
-        [t.path for t in tasks], _job, _overran, jobs=jobs, time_budget=spec.time_budget, on_model=on_model,
-        died=_died, retries=1, on_outcome=lambda i, outcome: on_outcome(tasks[i], outcome))
+    with procs.using_jobs(jobs):
+        workers.lint_each(
+            [t.path for t in tasks], _job, _overran, jobs=jobs, time_budget=spec.time_budget, on_model=on_model,
+            died=_died, retries=1, on_outcome=lambda i, outcome: on_outcome(tasks[i], outcome))
 
 
 def _job(path: str) -> Outcome:
