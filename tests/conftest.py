@@ -52,3 +52,17 @@ def validate_sarif(doc: dict) -> None:
 @pytest.fixture
 def sarif_validator():
     return validate_sarif
+
+
+def earlier_engine_python(engine: str) -> str:
+    """The interpreter of the earlier release's pinned venv (testmodels/engine_venvs.sh makes them):
+    the test skips without it locally and fails in CI (CI=true), which must have it."""
+    from testmodels.engine_versions import VENVS
+
+    python = os.path.join(VENVS[engine], "bin", "python")
+    if not os.path.exists(python):
+        why = f"{VENVS[engine]} is missing: bash testmodels/engine_venvs.sh makes it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    return python

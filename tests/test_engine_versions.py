@@ -12,7 +12,6 @@ locally and fail in CI (CI=true).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -21,21 +20,12 @@ import pytest
 
 import graphlint
 from testmodels import engine_versions as ev
+from tests.conftest import earlier_engine_python
 
 # What makes graphlint's verdict "the engine rejects the model" on a support table.
 REJECTING = {"GL0002", "GL1001", "GL1002", "GL1004", "GL1005"}
 TARGETS = {"ort": ("ort@1.20", "ort@1.32"), "openvino": ("openvino@2024.6", "openvino@2026.4")}
 RELEASES = {"ort": ("1.20.1", "1.32.0"), "openvino": ("2024.6.0", "2026.4.1")}
-
-
-def _old_python(engine: str) -> str:
-    python = os.path.join(ev.VENVS[engine], "bin", "python")
-    if not os.path.exists(python):
-        why = f"{ev.VENVS[engine]} is missing: bash testmodels/engine_venvs.sh makes it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-    return python
 
 
 def _engine_says(engine: str, d: dict, r: dict) -> bool | None:
@@ -55,7 +45,7 @@ def _engine_says(engine: str, d: dict, r: dict) -> bool | None:
 @pytest.fixture(scope="module", params=["ort", "openvino"])
 def runs(request, tmp_path_factory):
     engine = request.param
-    old_python = _old_python(engine)
+    old_python = earlier_engine_python(engine)
     assert ev.version(engine, old_python) == RELEASES[engine][0]
     assert ev.version(engine) == RELEASES[engine][1]
     old, new = ev.load(ev.OLD[engine]), ev.load(ev.NEW[engine])

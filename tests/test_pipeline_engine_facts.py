@@ -4,9 +4,10 @@ pipeline models (testmodels/pipelines/) and, where the mechanism is general, on 
 * optimum merged decoders: onnx's strict inference *with data propagation* fails inside the If's
   branches although the checker and strict inference without it pass, and ONNX Runtime runs both
   branches: no GL0001 finding (graphlint/load/inference.py).
-* OpenVINO's CPU plugin compiles no If whose output has a dynamic rank (node.cpp:108); its ONNX
-  frontend makes an empty constant a scalar, so optimum's merged T5 decoder (empty dummy encoder
-  caches in the cached branch) and DeBERTa-v3's scripted ``build_rpos`` (rank 3 or 4) are refused.
+* OpenVINO's CPU plugin compiles no If whose output has a dynamic rank (node.cpp:108); the 2026.4
+  ONNX frontend makes an empty constant a scalar (2024.6 keeps its shape), so optimum's merged T5
+  decoder (empty dummy encoder caches in the cached branch) is refused by 2026.4, and DeBERTa-v3's
+  scripted ``build_rpos`` (rank 3 or 4) by both.
 * onnxruntime-genai builds convert and run in OpenVINO, but the IR ``save_model`` writes of them
   cannot be read back: GroupQueryAttention is an internal op written as opset 'extension'.
 * optimum's ViT declares height/width dynamic while its position table fixes them: every engine runs
@@ -27,6 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from graphlint.lint import LintOptions, lint_paths
 from graphlint.shapes_spec import parse_profiles
+from testmodels import engine_versions as ev
+from tests.conftest import earlier_engine_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PIPELINES = os.path.join(os.path.dirname(HERE), "testmodels", "pipelines")
@@ -116,6 +119,21 @@ def test_openvino_if_of_an_empty_constant_branch_has_dynamic_rank(tmp_path, shap
     got = [f for f in errors(path, "openvino") if f.rule_id == "GL1004"]
     assert [f.node for f in got] == (["if"] if refused else [])
     assert not errors(path, "ort")
+
+
+def test_openvino_2024_6_keeps_an_empty_constant_s_rank(tmp_path):
+    """OpenVINO 2024.6's frontend keeps an empty constant's shape: the same If has rank 2 and compiles, and
+    graphlint's openvino@2024.6 table (its generator probes the frontend) says nothing; the merged T5
+    decoder compiles there too, while DeBERTa-v3's If of rank 3 or 4 is refused by both releases."""
+    const = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.zeros((0, 4), np.float32)))
+    path = str(tmp_path / "if.onnx")
+    onnx.save(_if_model(const), path)
+    got = ev.ask("openvino", [path, T5_MERGED, DEBERTA], python=earlier_engine_python("openvino"))
+    assert [got[p]["verdict"] for p in (path, T5_MERGED, DEBERTA)] == ["accepted", "accepted", "compile-error"]
+    assert "doesn't support If operation with dynamic rank" in got[DEBERTA]["text"]
+    assert [f.rule_id for f in errors(path, "openvino@2024.6")] == []
+    assert [f.rule_id for f in errors(T5_MERGED, "openvino@2024.6")] == []
+    assert {f.rule_id for f in errors(DEBERTA, "openvino@2024.6")} == {"GL1004"}
 
 
 def test_openvino_refuses_merged_seq2seq_decoder_and_deberta_v3():

@@ -16,7 +16,7 @@ Without the earlier venvs the tests skip locally and fail in CI (CI=true).
 
 from __future__ import annotations
 
-import os
+import sys
 
 import pytest
 
@@ -25,6 +25,7 @@ from graphlint.scan import scan
 from graphlint.scan.store import Store
 from testmodels import engine_versions as ev
 from testmodels import fleet
+from tests.conftest import earlier_engine_python
 
 # Rules whose error says the engine refuses the model at load / compile time: validity (checker,
 # opset, domain, IR reader) and support tables (op, constraint, element type).
@@ -38,17 +39,7 @@ def _refused(row) -> bool:
 
 
 def _python(engine: str, old: bool) -> str:
-    import sys
-
-    if not old:
-        return sys.executable
-    python = os.path.join(ev.VENVS[engine], "bin", "python")
-    if not os.path.exists(python):
-        why = f"{ev.VENVS[engine]} is missing: bash testmodels/engine_venvs.sh makes it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
-    return python
+    return earlier_engine_python(engine) if old else sys.executable
 
 
 @pytest.fixture(scope="module")

@@ -135,6 +135,10 @@ def test_interrupted_ray_scan_restarts_and_lints_each_model_once(cluster, local_
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 130 and "run the same command to resume" in err, err
+    deadline = time.monotonic() + 60  # the scan's job ended with its connection: so did its tasks
+    while _busy_workers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _busy_workers() == [], "tasks of the interrupted scan still run"
     first = sum(_lints(db).values())
     r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode in (0, 1), r.stderr

@@ -13,7 +13,6 @@ is a Ray task on an existing cluster.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
@@ -66,6 +65,11 @@ def run_ray(tasks: list[Task], spec: Spec, on_outcome: Callable[[Task, Outcome],
     try:
         _dispatch(ray, tasks, spec, on_outcome, on_model)
     finally:
+        # Interrupted (Ctrl-C) or not, the tasks still in flight are not cancelled one by one: a
+        # ray.cancel racing with the task's own reply aborts the driver (Ray's "Tried to complete task
+        # that was not pending" check, 2.60). A job's tasks end with the job: shutting down the
+        # connection this scan made kills their workers; on a connection the caller made, each
+        # ends within its time budget and its result is dropped.
         if connected:
             ray.shutdown()
 
@@ -79,34 +83,29 @@ def _dispatch(ray: Any, tasks: list[Task], spec: Spec, on_outcome: Callable[[Tas
     overdue = 2 * spec.time_budget + BUDGET_MARGIN if spec.time_budget else float("inf")
     queue = deque(sorted(tasks, key=lambda t: -t.size))  # the biggest first: no long tail at the end
     running: dict[Any, tuple[Task, float]] = {}
-    try:
-        while queue or running:
-            while queue and len(running) < in_flight:
-                task = queue.popleft()
-                if on_model:
-                    on_model(task.path)
-                ref = remote.options(num_cpus=1, memory=task_memory(task, largest), max_retries=RETRIES,
-                                     retry_exceptions=False, name=f"graphlint:{task.path}").remote(task, spec)
-                running[ref] = (task, time.monotonic() + overdue)
-            soonest = min(d for _, d in running.values()) - time.monotonic()
-            refs = list(running)
-            done, rest = ray.wait(refs, num_returns=1, timeout=max(min(soonest, 60.0), 0.0))
-            if done and rest:  # and every other one that is ready: one pass over the refs, not one each
-                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-            for ref in done:
-                task, _ = running.pop(ref)
-                on_outcome(task, _result(ray, ref, task))
-            now = time.monotonic()
-            for ref, (task, deadline) in list(running.items()):
-                if now >= deadline:
-                    del running[ref]
-                    ray.cancel(ref, force=True)
-                    on_outcome(task, gave_up(task, "timeout", f"its Ray task did not end within "
-                                                              f"{overdue:g} s and was cancelled"))
-    finally:
-        for ref in running:  # Ctrl-C: no task of ours outlives the scan
-            with contextlib.suppress(Exception):
+    while queue or running:
+        while queue and len(running) < in_flight:
+            task = queue.popleft()
+            if on_model:
+                on_model(task.path)
+            ref = remote.options(num_cpus=1, memory=task_memory(task, largest), max_retries=RETRIES,
+                                 retry_exceptions=False, name=f"graphlint:{task.path}").remote(task, spec)
+            running[ref] = (task, time.monotonic() + overdue)
+        soonest = min(d for _, d in running.values()) - time.monotonic()
+        refs = list(running)
+        done, rest = ray.wait(refs, num_returns=1, timeout=max(min(soonest, 60.0), 0.0))
+        if done and rest:  # and every other one that is ready: one pass over the refs, not one each
+            done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        for ref in done:
+            task, _ = running.pop(ref)
+            on_outcome(task, _result(ray, ref, task))
+        now = time.monotonic()
+        for ref, (task, deadline) in list(running.items()):
+            if now >= deadline:  # its worker is stuck in a C++ call: only killing it ends the task
+                del running[ref]
                 ray.cancel(ref, force=True)
+                on_outcome(task, gave_up(task, "timeout", f"its Ray task did not end within "
+                                                          f"{overdue:g} s and was cancelled"))
 
 
 def _result(ray: Any, ref: Any, task: Task) -> Outcome:

@@ -38,10 +38,11 @@ import tempfile
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
 import onnx
 import onnx.defs
 import openvino as ov
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from graphlint.fsutil import atomic_write_text
 
@@ -150,6 +151,9 @@ MANUAL: dict[str, dict[str, list[dict[str, Any]]]] = {
 }
 
 
+_RANK_WALK = frozenset({"static_rank", "static_output_rank"})  # constraints that follow engine ranks
+
+
 def _placeholder(type_str: str, allowed: dict[str, list[str]]) -> int:
     """An element type the schema allows for a parameter (float when possible)."""
     choices = allowed.get(type_str, [type_str])
@@ -205,12 +209,15 @@ import json, sys
 import openvino as ov
 core = ov.Core()
 for line in sys.stdin:
+    ranks = []
     try:
-        core.read_model(line.rstrip("\\n"))
+        model = core.read_model(line.rstrip("\\n"))
         said = ""
+        ranks = [o.get_partial_shape().rank.get_length() if o.get_partial_shape().rank.is_static else None
+                 for o in model.outputs]
     except Exception as e:
         said = str(e)
-    print("@@" + json.dumps(said), flush=True)
+    print("@@" + json.dumps([said, ranks]), flush=True)
 """
 
 
@@ -221,6 +228,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
+        self.ranks: list[int | None] = []  # the last converted model's output ranks (None: dynamic)
 
     def read(self, path: str) -> str | None:
         """What read_model said ("" when it converted), None when it crashed."""
@@ -235,7 +243,8 @@ class _Reader:
             pass
         for line in self.proc.stdout:
             if line.startswith("@@"):
-                return json.loads(line[2:])
+                said, self.ranks = json.loads(line[2:])
+                return said
         self.proc.wait()
         self.proc = None
         return None
@@ -343,6 +352,20 @@ def _local_functions(core: ov.Core | _Reader, folder: str) -> bool:
     return _converts(core, m, folder)[1] == ""
 
 
+def _empty_constant_rank(core: _Reader, folder: str) -> int | None:
+    """The rank the frontend gives an empty Constant of shape (0, 4, 1, 8), as optimum writes the dummy
+    caches of a merged decoder's first step: 0 where it makes it a scalar (2026.4: then an If between it and a
+    rank-4 cache has a dynamic rank), None where it keeps its shape (2024.6)."""
+    empty = numpy_helper.from_array(np.zeros((0, 4, 1, 8), np.float32), "e")
+    g = helper.make_graph([helper.make_node("Constant", [], ["e"], value=empty),
+                           helper.make_node("Identity", ["e"], ["y"])], "t", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    if _converts(core, m, folder)[1] != "" or len(core.ranks) != 1:
+        raise RuntimeError("the empty-constant probe did not convert")
+    return None if core.ranks[0] == 4 else core.ranks[0]
+
+
 def _max_opset(core: ov.Core | _Reader, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
@@ -383,6 +406,7 @@ def build(md: str) -> dict[str, Any]:
         ok_types, bad_types = _dtypes(core, folder)
         max_opset = _max_opset(core, folder)
         local_functions = _local_functions(core, folder)
+        empty_rank = _empty_constant_rank(core, folder)
         # Another release's document: its ops without a schema are only candidates, asked of this wheel.
         bare = {} if cite else {
             (dom, op): _converts(core, _bare_model(dom, op, min(int(v) for v in re.findall(r"\d+", versions))),
@@ -404,7 +428,9 @@ def build(md: str) -> dict[str, Any]:
             entry["schema_since"] = min(f["versions"])
         manual = MANUAL.get(dom, {}).get(op)
         if manual:
-            entry["constraints"] = manual
+            # The rank walk (graphlint/analysis/support/dynrank.py) needs this release's empty constants.
+            entry["constraints"] = [c | {"empty_constant_rank": empty_rank} if c["kind"] in _RANK_WALK else c
+                                    for c in manual]
         domains[dom][op] = entry
     # Ops the frontend table lists that no schema covers (ATen, org.openvinotoolkit ops, ...).
     for (dom, op), (lineno, versions) in rows.items():
