@@ -220,6 +220,11 @@ def openvino_differences(old: dict[str, Any], new: dict[str, Any]) -> list[dict[
                 opset = max(so, sn) - 1  # below the later one's first translator, at or above the other's
             out.append({"domain": dom, "op": op, "opset": opset, "kind": "op", "old": so is not None and so <= opset,
                         "new": sn is not None and sn <= opset})
+        for op in sorted(set(olds) & set(news)):  # a translator that makes fewer outputs than the schema has
+            mo, mn = _max_outputs(olds[op]), _max_outputs(news[op])
+            if mo != mn:
+                out.append({"domain": dom, "op": op, "opset": max(olds[op]["probed"] or [1]), "kind": "outputs",
+                            "old": mo is None, "new": mn is None})
     lo, ln = set(old["element_types"]["loadable"]), set(new["element_types"]["loadable"])
     for t in sorted(lo ^ ln):
         out.append({"domain": "ai.onnx", "op": "Identity", "opset": 21, "kind": "dtype", "dtype": t,
@@ -227,12 +232,19 @@ def openvino_differences(old: dict[str, Any], new: dict[str, Any]) -> list[dict[
     return out
 
 
+def _max_outputs(entry: dict[str, Any]) -> int | None:
+    return next((c["n"] for c in entry.get("constraints", ()) if c["kind"] == "max_outputs"), None)
+
+
+OP_LEVEL = ("op", "opset", "dtype", "outputs")  # differences every run repeats (the rest: a sample)
+
+
 def sample(diffs: list[dict[str, Any]], per_group: int = 1) -> list[dict[str, Any]]:
     """Every op-level difference, and of the rest the first ``per_group`` of each (op, direction):
     deterministic, both directions wherever a table has one."""
     out, seen = [], {}
     for d in diffs:
-        if d["kind"] in ("op", "opset", "dtype"):
+        if d["kind"] in OP_LEVEL:
             out.append(d)
             continue
         key = (d["domain"], d["op"], d["new"])
@@ -369,6 +381,8 @@ def openvino_model(d: dict[str, Any]) -> Any:
         return gen._bare_model(d["domain"], d["op"], d["opset"])
     at = [s for s in schemas if s.since_version <= d["opset"]]
     schema = max(at, key=lambda s: s.since_version) if at else min(schemas, key=lambda s: s.since_version)
+    if d["kind"] == "outputs":
+        return gen.all_outputs_model(schema, "" if d["domain"] == "ai.onnx" else d["domain"])
     return gen._probe_model(schema, "" if d["domain"] == "ai.onnx" else d["domain"], d["opset"])
 
 

@@ -194,6 +194,15 @@ def _output_unused(node: Node, c: dict[str, Any]) -> Verdict:
     return None
 
 
+@checks("max_outputs")
+def _max_outputs(node: Node, c: dict[str, Any]) -> Verdict:
+    """The translator makes ``n`` outputs; a node that declares more, even unnamed ones, is refused."""
+    if len(node.outputs) > c["n"]:
+        return (f"declares {len(node.outputs)} outputs; the engine's translator makes only {c['n']}",
+                f"output:{output_name(node, c['n'])}")
+    return None
+
+
 @checks("input_rank")
 def _input_rank(node: Node, c: dict[str, Any]) -> Verdict:
     for i in c["inputs"]:

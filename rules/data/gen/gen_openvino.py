@@ -16,6 +16,8 @@ translators from opset 1, below the op's first ONNX schema (LayerNormalization, 
 GroupNormalization in older-opset models, as graph optimizers write them): for default-domain ops
 the lowest such opset is found by probing the op's first schema at lower model opsets.
 
+Ops with optional outputs are probed once more with every output declared: a translator that makes
+fewer (2024.6's SkipLayerNormalization makes 1 of 4) gives the op a ``max_outputs`` constraint.
 Element types the frontend can load at all are probed the same way (a graph input of each ONNX
 type feeding Identity). Translator and CPU-plugin checks that reject valid nodes (inputs that must
 be constant, rank limits, attribute values) are not discoverable this way; they are listed in
@@ -311,6 +313,9 @@ class _OrtSchema:
         self.name, self.since_version, self.min_output = s.name, s.since_version, s.min_output
         self.type_constraints = [_TC(t.type_param_str, t.allowed_type_strs) for t in s.type_constraints]
         self.inputs = [_P(p.typeStr, int(p.option)) for p in s.inputs]
+        self.outputs = [_P(p.typeStr, int(p.option)) for p in s.outputs]
+        self.defaults = {n: onnx.AttributeProto.FromString(a._default_value) for n, a in s.attributes.items()
+                         if a._default_value}
 
 
 class _TC:
@@ -366,6 +371,68 @@ def _empty_constant_rank(core: _Reader, folder: str) -> int | None:
     return None if core.ranks[0] == 4 else core.ranks[0]
 
 
+_OUTPUTS_SAID = re.compile(r"Expected output number of \S+ node is \d+ while the implementation provides (\d+)")
+
+
+def _attribute_defaults(schema: Any) -> list[onnx.AttributeProto]:
+    """The schema's attributes that have a default, set to it (some translators read an attribute
+    without a default of their own: 2024.6's SkipLayerNormalization and epsilon)."""
+    if isinstance(schema, _OrtSchema):
+        items = schema.defaults.items()
+    else:
+        items = ((n, a.default_value) for n, a in schema.attributes.items() if a.default_value.type)
+    out = []
+    for name, value in items:
+        attribute = onnx.AttributeProto()
+        attribute.CopyFrom(value)
+        attribute.name = name
+        out.append(attribute)
+    return out
+
+
+def _output_limits(core: _Reader, folder: str) -> dict[tuple[str, str], int]:
+    """(domain, op) -> how many outputs its translator makes, for the ops whose translator makes fewer
+    than the schema declares: the frontend refuses a node that declares more, named or not ("Expected
+    output number of SkipLayerNormalization node is 4 while the implementation provides 1", 2024.6).
+    Each op with optional outputs is probed with all of them declared and its default attributes; an op
+    whose translator refuses the placeholder inputs first is not shown."""
+    limits: dict[tuple[str, str], int] = {}
+    for domain, schema in _schemas():
+        m = all_outputs_model(schema, domain)
+        if m is None:
+            continue
+        path = os.path.join(folder, "probe.onnx")
+        onnx.save(m, path)
+        said = _OUTPUTS_SAID.search(_read(core, path) or "")
+        if said:
+            key = (domain or "ai.onnx", schema.name)
+            limits[key] = min(limits.get(key, len(m.graph.output)), int(said.group(1)))
+    return limits
+
+
+def all_outputs_model(schema: Any, domain: str) -> onnx.ModelProto | None:
+    """The op's probe with every output declared and its default attributes set; None for an op
+    without optional outputs (or with variadic ones)."""
+    outs = list(schema.outputs)
+    if len(outs) <= max(1, schema.min_output) or outs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic:
+        return None
+    m = _probe_model(schema, domain)
+    node = m.graph.node[0]
+    names = [f"out{i}" for i in range(len(outs))]
+    del node.output[:], m.graph.output[:]
+    node.output.extend(names)
+    node.attribute.extend(_attribute_defaults(schema))
+    m.graph.output.extend(helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in names)
+    return m
+
+
+def _max_outputs(op: str, n: int) -> dict[str, Any]:
+    return _c("max_outputs", f"Expected output number of {op} node is N while the implementation provides {n} "
+              "(Check 'onnx_node.get_outputs_size() <= outputs_size', https://github.com/openvinotoolkit/openvino/"
+              f"blob/{OV_BRANCH}/src/frontends/onnx/frontend/src/core/graph.cpp): the translator makes {n} "
+              "output(s); a node that declares more, named or not, is refused", _FE, n=n)
+
+
 def _max_opset(core: ov.Core | _Reader, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
@@ -407,6 +474,7 @@ def build(md: str) -> dict[str, Any]:
         max_opset = _max_opset(core, folder)
         local_functions = _local_functions(core, folder)
         empty_rank = _empty_constant_rank(core, folder)
+        output_limits = _output_limits(core, folder)
         # Another release's document: its ops without a schema are only candidates, asked of this wheel.
         bare = {} if cite else {
             (dom, op): _converts(core, _bare_model(dom, op, min(int(v) for v in re.findall(r"\d+", versions))),
@@ -426,11 +494,13 @@ def build(md: str) -> dict[str, Any]:
         }
         if pre:
             entry["schema_since"] = min(f["versions"])
-        manual = MANUAL.get(dom, {}).get(op)
-        if manual:
-            # The rank walk (graphlint/analysis/support/dynrank.py) needs this release's empty constants.
-            entry["constraints"] = [c | {"empty_constant_rank": empty_rank} if c["kind"] in _RANK_WALK else c
-                                    for c in manual]
+        # The rank walk (graphlint/analysis/support/dynrank.py) needs this release's empty constants.
+        constraints = [c | {"empty_constant_rank": empty_rank} if c["kind"] in _RANK_WALK else c
+                       for c in MANUAL.get(dom, {}).get(op, [])]
+        if (dom, op) in output_limits:
+            constraints.append(_max_outputs(op, output_limits[(dom, op)]))
+        if constraints:
+            entry["constraints"] = constraints
         domains[dom][op] = entry
     # Ops the frontend table lists that no schema covers (ATen, org.openvinotoolkit ops, ...).
     for (dom, op), (lineno, versions) in rows.items():
