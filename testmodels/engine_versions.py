@@ -220,11 +220,11 @@ def openvino_differences(old: dict[str, Any], new: dict[str, Any]) -> list[dict[
                 opset = max(so, sn) - 1  # below the later one's first translator, at or above the other's
             out.append({"domain": dom, "op": op, "opset": opset, "kind": "op", "old": so is not None and so <= opset,
                         "new": sn is not None and sn <= opset})
-        for op in sorted(set(olds) & set(news)):  # a translator that makes fewer outputs than the schema has
-            mo, mn = _max_outputs(olds[op]), _max_outputs(news[op])
-            if mo != mn:
-                out.append({"domain": dom, "op": op, "opset": max(olds[op]["probed"] or [1]), "kind": "outputs",
-                            "old": mo is None, "new": mn is None})
+        for op in sorted(set(olds) & set(news)):  # constraints the generator's probes add on one release only
+            ko, kn = _probed_constraints(olds[op]), _probed_constraints(news[op])
+            for kind in sorted(ko ^ kn):
+                out.append({"domain": dom, "op": op, "opset": max(olds[op]["probed"] or [1]), "kind": kind,
+                            "old": kind not in ko, "new": kind not in kn})
     lo, ln = set(old["element_types"]["loadable"]), set(new["element_types"]["loadable"])
     for t in sorted(lo ^ ln):
         out.append({"domain": "ai.onnx", "op": "Identity", "opset": 21, "kind": "dtype", "dtype": t,
@@ -232,11 +232,16 @@ def openvino_differences(old: dict[str, Any], new: dict[str, Any]) -> list[dict[
     return out
 
 
-def _max_outputs(entry: dict[str, Any]) -> int | None:
-    return next((c["n"] for c in entry.get("constraints", ()) if c["kind"] == "max_outputs"), None)
+# Constraint kinds gen_openvino.py probes on each release (not hand-listed), each with the probe model
+# (openvino_model) whose verdict is the constraint's.
+PROBED_CONSTRAINTS = ("max_outputs", "input_not_empty")
 
 
-OP_LEVEL = ("op", "opset", "dtype", "outputs")  # differences every run repeats (the rest: a sample)
+def _probed_constraints(entry: dict[str, Any]) -> set[str]:
+    return {c["kind"] for c in entry.get("constraints", ()) if c["kind"] in PROBED_CONSTRAINTS}
+
+
+OP_LEVEL = ("op", "opset", "dtype", *PROBED_CONSTRAINTS)  # differences every run repeats (the rest: a sample)
 
 
 def sample(diffs: list[dict[str, Any]], per_group: int = 1) -> list[dict[str, Any]]:
@@ -381,8 +386,10 @@ def openvino_model(d: dict[str, Any]) -> Any:
         return gen._bare_model(d["domain"], d["op"], d["opset"])
     at = [s for s in schemas if s.since_version <= d["opset"]]
     schema = max(at, key=lambda s: s.since_version) if at else min(schemas, key=lambda s: s.since_version)
-    if d["kind"] == "outputs":
+    if d["kind"] == "max_outputs":
         return gen.all_outputs_model(schema, "" if d["domain"] == "ai.onnx" else d["domain"])
+    if d["kind"] == "input_not_empty":
+        return gen.reshape_to_scalar_model()
     return gen._probe_model(schema, "" if d["domain"] == "ai.onnx" else d["domain"], d["opset"])
 
 

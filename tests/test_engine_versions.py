@@ -36,8 +36,10 @@ def _engine_says(engine: str, d: dict, r: dict) -> bool | None:
         return False if v.startswith("rejected") else True if v in ("accepted", "kernel-error") else None
     if d["kind"] == "dtype":  # the table's element types: whether read_model loads an Identity of it at all
         return v != "read-error"
-    if d["kind"] == "outputs":  # every output declared: the frontend's count check, or nothing shown
+    if d["kind"] == "max_outputs":  # every output declared: the frontend's count check, or nothing shown
         return False if "Expected output number of" in r["text"] else True if v != "read-error" else None
+    if d["kind"] == "input_not_empty":  # the generator's Reshape to a scalar: whether it converts
+        return v != "read-error"
     missing = r.get("missing")
     if missing is not None and d["op"] in missing:  # the probed op itself has no translator
         return False

@@ -121,17 +121,22 @@ def test_openvino_if_of_an_empty_constant_branch_has_dynamic_rank(tmp_path, shap
     assert not errors(path, "ort")
 
 
-def test_openvino_2024_6_keeps_an_empty_constant_s_rank(tmp_path):
-    """OpenVINO 2024.6's frontend keeps an empty constant's shape: the same If has rank 2 and compiles, and
-    graphlint's openvino@2024.6 table (its generator probes the frontend) says nothing; the merged T5
-    decoder compiles there too, while DeBERTa-v3's If of rank 3 or 4 is refused by both releases."""
-    const = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.zeros((0, 4), np.float32)))
-    path = str(tmp_path / "if.onnx")
-    onnx.save(_if_model(const), path)
-    got = ev.ask("openvino", [path, T5_MERGED, DEBERTA], python=earlier_engine_python("openvino"))
-    assert [got[p]["verdict"] for p in (path, T5_MERGED, DEBERTA)] == ["accepted", "accepted", "compile-error"]
-    assert "doesn't support If operation with dynamic rank" in got[DEBERTA]["text"]
-    assert [f.rule_id for f in errors(path, "openvino@2024.6")] == []
+def test_openvino_2024_6_makes_only_a_1d_empty_constant_a_scalar(tmp_path):
+    """OpenVINO 2024.6's frontend makes an empty constant a scalar only at rank 1: against the rank-2
+    branch, an If of a (0,) constant is refused, one of a (0, 4) constant compiles, and graphlint's
+    openvino@2024.6 table (its generator probes the frontend) says so; the merged T5 decoder compiles
+    there, while DeBERTa-v3's If of rank 3 or 4 is refused by both releases."""
+    paths = []
+    for shape in ((0,), (0, 4)):
+        const = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.zeros(shape, np.float32)))
+        paths.append(str(tmp_path / f"if{len(shape)}.onnx"))
+        onnx.save(_if_model(const), paths[-1])
+    got = ev.ask("openvino", [*paths, T5_MERGED, DEBERTA], python=earlier_engine_python("openvino"))
+    assert [got[p]["verdict"] for p in (*paths, T5_MERGED, DEBERTA)] == [
+        "compile-error", "accepted", "accepted", "compile-error"]
+    assert all("doesn't support If operation with dynamic rank" in got[p]["text"] for p in (paths[0], DEBERTA))
+    assert [f.node for f in errors(paths[0], "openvino@2024.6") if f.rule_id == "GL1004"] == ["if"]
+    assert [f.rule_id for f in errors(paths[1], "openvino@2024.6")] == []
     assert [f.rule_id for f in errors(T5_MERGED, "openvino@2024.6")] == []
     assert {f.rule_id for f in errors(DEBERTA, "openvino@2024.6")} == {"GL1004"}
 

@@ -203,6 +203,17 @@ def _max_outputs(node: Node, c: dict[str, Any]) -> Verdict:
     return None
 
 
+@checks("input_not_empty")
+def _input_not_empty(node: Node, c: dict[str, Any]) -> Verdict:
+    for i in c["inputs"]:
+        val = const_value(named_input(node, i))
+        if val is not None and val.size == 0:
+            return (f"input {input_name(node, i)} is an empty constant (shape {list(val.shape)}); the engine takes no "
+                    "empty one here",
+                    f"input:{input_name(node, i)}")
+    return None
+
+
 @checks("input_rank")
 def _input_rank(node: Node, c: dict[str, Any]) -> Verdict:
     for i in c["inputs"]:
@@ -334,7 +345,7 @@ def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
     """The engine infers a dynamic rank for the input (If branches of different rank, see dynrank)."""
     for i in c["inputs"]:
         v = named_input(node, i)
-        if v is not None and engine_rank(v, c["_shapes"], c.get("empty_constant_rank")) == DYNAMIC:
+        if v is not None and engine_rank(v, c["_shapes"], c.get("empty_scalar_ranks", ())) == DYNAMIC:
             return (f"input {input_name(node, i)} ('{v.name}') has a rank the engine cannot infer: it comes from an "
                     "If whose branches differ in rank and whose condition is known only at run time; the engine "
                     "needs a static rank here", f"rank:{input_name(node, i)}")
@@ -345,7 +356,7 @@ def _static_rank(node: Node, c: dict[str, Any]) -> Verdict:
 def _static_output_rank(node: Node, c: dict[str, Any]) -> Verdict:
     """The engine infers a dynamic rank for the node's own output (an If whose branches differ in rank)."""
     for k, v in enumerate(node.outputs):
-        if v is not None and v.name and engine_rank(v, c["_shapes"], c.get("empty_constant_rank")) == DYNAMIC:
+        if v is not None and v.name and engine_rank(v, c["_shapes"], c.get("empty_scalar_ranks", ())) == DYNAMIC:
             return (f"output {k} ('{v.name}') has a rank the engine cannot infer: the branches differ in rank and "
                     "the condition is known only at run time; the engine needs a static rank", f"rank:output{k}")
     return None

@@ -18,6 +18,7 @@ Anything it cannot follow is "not shown" (None), never dynamic.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -45,15 +46,15 @@ class _Walk:
     """One question's walk over the graph; results memoized per value (graphs share subexpressions).
 
     ``shapes`` (the symbolic shape analysis, when the caller has it) tells dims that ONNX inference
-    left unknown, such as those of a Reshape to a computed shape. ``empty_constant_rank``: the rank
-    the release's frontend gives an empty constant (0 where it makes it a scalar, as 2026.4 does;
-    None where it keeps its shape, as 2024.6 does), probed by the table's generator."""
+    left unknown, such as those of a Reshape to a computed shape. ``empty_scalar_ranks``: the ranks
+    at which the release's frontend makes an empty constant a scalar (2026.4: 1 to 8, 2024.6: 1),
+    probed by the table's generator."""
 
-    def __init__(self, shapes: ShapeFacts | None = None, empty_constant_rank: int | None = None) -> None:
+    def __init__(self, shapes: ShapeFacts | None = None, empty_scalar_ranks: Collection[int] = ()) -> None:
         self.ranks: dict[int, Rank] = {}
         self.floors: dict[tuple[int, int], int | None] = {}
         self.shapes = shapes
-        self.empty_constant_rank = empty_constant_rank
+        self.empty_scalar_ranks = frozenset(empty_scalar_ranks)
 
     def engine_rank(self, v: Value | None, depth: int = 64) -> Rank:
         if v is None or depth <= 0:
@@ -66,11 +67,11 @@ class _Walk:
 
     def _rank(self, v: Value, depth: int) -> Rank:
         p = v.producer
-        if self.empty_constant_rank is not None and (
+        if v.rank in self.empty_scalar_ranks and (
                 (p is None and v.const is not None) or (p is not None and p.op_type == "Constant")):
             value = folded(v)
             if value is not None and value.size == 0:
-                return self.empty_constant_rank  # 2026.4 makes a (0, 4, 1, 8) constant []
+                return 0  # 2026.4 makes a (0, 4, 1, 8) constant []
         if p is None:
             return v.rank
         if p.op_type == "If":
@@ -310,9 +311,9 @@ class _Walk:
         return total if cat % (p.outputs[0].rank or 1) == axis else (max(floors) if floors else None)
 
 
-def engine_rank(v: Value | None, shapes: ShapeFacts | None = None, empty_constant_rank: int | None = None) -> Rank:
+def engine_rank(v: Value | None, shapes: ShapeFacts | None = None, empty_scalar_ranks: Collection[int] = ()) -> Rank:
     """The rank the engine infers for ``v``: an int, DYNAMIC (shown), or None (not shown)."""
-    return _Walk(shapes, empty_constant_rank).engine_rank(v)
+    return _Walk(shapes, empty_scalar_ranks).engine_rank(v)
 
 
 def cannot_fold(c: Value) -> bool:

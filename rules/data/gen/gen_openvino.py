@@ -17,7 +17,9 @@ GroupNormalization in older-opset models, as graph optimizers write them): for d
 the lowest such opset is found by probing the op's first schema at lower model opsets.
 
 Ops with optional outputs are probed once more with every output declared: a translator that makes
-fewer (2024.6's SkipLayerNormalization makes 1 of 4) gives the op a ``max_outputs`` constraint.
+fewer (2024.6's SkipLayerNormalization makes 1 of 4) gives the op a ``max_outputs`` constraint. Two
+frontend facts are probed as such: which empty constants become scalars (the rank walk's
+``empty_scalar_ranks``) and whether a Reshape to a scalar converts (else ``input_not_empty``).
 Element types the frontend can load at all are probed the same way (a graph input of each ONNX
 type feeding Identity). Translator and CPU-plugin checks that reject valid nodes (inputs that must
 be constant, rank limits, attribute values) are not discoverable this way; they are listed in
@@ -357,18 +359,38 @@ def _local_functions(core: ov.Core | _Reader, folder: str) -> bool:
     return _converts(core, m, folder)[1] == ""
 
 
-def _empty_constant_rank(core: _Reader, folder: str) -> int | None:
-    """The rank the frontend gives an empty Constant of shape (0, 4, 1, 8), as optimum writes the dummy
-    caches of a merged decoder's first step: 0 where it makes it a scalar (2026.4: then an If between it and a
-    rank-4 cache has a dynamic rank), None where it keeps its shape (2024.6)."""
-    empty = numpy_helper.from_array(np.zeros((0, 4, 1, 8), np.float32), "e")
-    g = helper.make_graph([helper.make_node("Constant", [], ["e"], value=empty),
-                           helper.make_node("Identity", ["e"], ["y"])], "t", [],
+def _empty_constant_ranks(core: _Reader, folder: str) -> list[int]:
+    """The ranks (1 to 8) at which the frontend makes an empty Constant (a dim of 0 first, then 4s) a
+    scalar: 2026.4 every one (optimum's (0, 4, 1, 8) dummy caches, then an If between one and a rank-4
+    cache has a dynamic rank), 2024.6 only rank 1."""
+    ranks = []
+    for rank in range(1, 9):
+        empty = numpy_helper.from_array(np.zeros((0,) + (4,) * (rank - 1), np.float32), "e")
+        g = helper.make_graph([helper.make_node("Constant", [], ["e"], value=empty),
+                               helper.make_node("Identity", ["e"], ["y"])], "t", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        if _converts(core, m, folder)[1] != "" or len(core.ranks) != 1:
+            raise RuntimeError("the empty-constant probe did not convert")
+        if core.ranks[0] == 0:
+            ranks.append(rank)
+    return ranks
+
+
+def reshape_to_scalar_model() -> onnx.ModelProto:
+    """A Reshape of a one-element tensor to a scalar: an empty constant shape, as paddle2onnx writes."""
+    shape = numpy_helper.from_array(np.zeros((0,), np.int64), "s")
+    g = helper.make_graph([helper.make_node("Constant", [], ["s"], value=shape),
+                           helper.make_node("Reshape", ["x", "s"], ["y"])], "t",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    if _converts(core, m, folder)[1] != "" or len(core.ranks) != 1:
-        raise RuntimeError("the empty-constant probe did not convert")
-    return None if core.ranks[0] == 4 else core.ranks[0]
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _reshape_to_scalar(core: _Reader, folder: str) -> bool:
+    """Whether a Reshape to a scalar converts: 2024.6 reads the empty shape as a scalar pattern and
+    refuses it ("The value of scalar shape pattern should be equal to 1!"), 2026.4 converts it."""
+    return _converts(core, reshape_to_scalar_model(), folder)[1] == ""
 
 
 _OUTPUTS_SAID = re.compile(r"Expected output number of \S+ node is \d+ while the implementation provides (\d+)")
@@ -473,7 +495,8 @@ def build(md: str) -> dict[str, Any]:
         ok_types, bad_types = _dtypes(core, folder)
         max_opset = _max_opset(core, folder)
         local_functions = _local_functions(core, folder)
-        empty_rank = _empty_constant_rank(core, folder)
+        empty_ranks = _empty_constant_ranks(core, folder)
+        reshape_to_scalar = _reshape_to_scalar(core, folder)
         output_limits = _output_limits(core, folder)
         # Another release's document: its ops without a schema are only candidates, asked of this wheel.
         bare = {} if cite else {
@@ -495,8 +518,14 @@ def build(md: str) -> dict[str, Any]:
         if pre:
             entry["schema_since"] = min(f["versions"])
         # The rank walk (graphlint/analysis/support/dynrank.py) needs this release's empty constants.
-        constraints = [c | {"empty_constant_rank": empty_rank} if c["kind"] in _RANK_WALK else c
+        constraints = [c | {"empty_scalar_ranks": empty_ranks} if c["kind"] in _RANK_WALK else c
                        for c in MANUAL.get(dom, {}).get(op, [])]
+        if (dom, op) == ("ai.onnx", "Reshape") and not reshape_to_scalar:
+            constraints.append(_c("input_not_empty", "The value of scalar shape pattern should be equal to 1! "
+                                  "(reshape_shape_inference.hpp, https://github.com/openvinotoolkit/openvino/blob/"
+                                  f"{OV_BRANCH}/src/core/shape_inference/include/reshape_shape_inference.hpp): an "
+                                  "empty constant shape (a reshape to a scalar) becomes a scalar pattern", _FE,
+                                  inputs=[1]))
         if (dom, op) in output_limits:
             constraints.append(_max_outputs(op, output_limits[(dom, op)]))
         if constraints:
