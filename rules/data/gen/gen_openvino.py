@@ -33,9 +33,12 @@ table without rows (its ``source`` is the table itself).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -228,34 +231,61 @@ for line in sys.stdin:
 class _Reader:
     """``read_model`` in a child process: a probe that crashes the reader (openvino 2024.6.0: SIGSEGV on a
     one-input org.openvinotoolkit DetectionOutput) ends that child, not the generator; a new child takes the
-    next probe. A crash comes after the frontend found a translator, so it counts as one."""
+    next probe. A crash comes after the frontend found a translator, so it counts as one. A child silent for
+    ``TIMEOUT`` seconds counts as crashed; its whole process group is killed (a crashed 2024.6 child once
+    left a forked copy of itself holding the pipe open)."""
+
+    TIMEOUT = 30.0  # a probe takes milliseconds; the first one also imports openvino
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.buf = b""
         self.ranks: list[int | None] = []  # the last converted model's output ranks (None: dynamic)
 
     def read(self, path: str) -> str | None:
         """What read_model said ("" when it converted), None when it crashed."""
         if self.proc is None:
             self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+                                         stdout=subprocess.PIPE, start_new_session=True)
+            self.buf = b""
+        assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(path + "\n")
+            self.proc.stdin.write(path.encode() + b"\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        for line in self.proc.stdout:
+        while (line := self._line()) is not None:
             if line.startswith("@@"):
                 said, self.ranks = json.loads(line[2:])
                 return said
+        self._end()
+        return None
+
+    def _line(self) -> str | None:
+        """The child's next line; None at its end or after TIMEOUT seconds of silence."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            ready, _, _ = select.select([fd], [], [], self.TIMEOUT)
+            chunk = os.read(fd, 65536) if ready else b""
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def _end(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.proc = None
-        return None
 
     def close(self) -> None:
         if self.proc is not None:
-            self.proc.communicate()
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait()
             self.proc = None
 
 
