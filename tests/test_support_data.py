@@ -137,6 +137,30 @@ def test_openvino_table_agrees_with_the_live_frontend_on_a_sample() -> None:
             assert ok == (table[op]["since"] is not None), op
 
 
+def test_openvino_frontend_facts_agree_with_the_live_frontend() -> None:
+    """The facts gen_openvino probes besides op support, asked again of the installed frontend (the
+    earlier release's are run on that release by tests/test_engine_versions.py and the fleet tests)."""
+    import importlib.util
+    import tempfile
+
+    spec = importlib.util.spec_from_file_location("gen_ov", os.path.join(data_dir(), "gen", "gen_openvino.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    table = _load("openvino-2026.4.json")["domains"]
+    reader = gen._Reader()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            ranks = gen._empty_constant_ranks(reader, folder)
+            to_scalar = gen._reshape_to_scalar(reader, folder)
+    finally:
+        reader.close()
+    walked = [c["empty_scalar_ranks"] for d in table.values() for e in d.values() for c in e.get("constraints", ())
+              if c["kind"] in ("static_rank", "static_output_rank")]
+    assert walked and all(r == ranks for r in walked)
+    reshape = {c["kind"] for c in table["ai.onnx"]["Reshape"].get("constraints", ())}
+    assert ("input_not_empty" in reshape) == (not to_scalar)
+
+
 def test_contrib_csv_agrees_with_the_tables() -> None:
     ort = _load("ort-1.32-cpu.json")["domains"]["com.microsoft"]
     ov_ms = _load("openvino-2026.4.json")["domains"]["com.microsoft"]
