@@ -133,7 +133,7 @@ def test_openvino_table_agrees_with_the_live_frontend_on_a_sample() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for op in sample:
             schema = onnx.defs.get_schema(op, onnx.defs.onnx_opset_version())
-            ok, _ = gen._converts(core, gen._probe_model(schema, ""), folder)
+            ok, _ = gen.converts(core, gen._probe_model(schema, ""), folder)
             assert ok == (table[op]["since"] is not None), op
 
 
@@ -147,7 +147,7 @@ def test_openvino_frontend_facts_agree_with_the_live_frontend() -> None:
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     table = _load("openvino-2026.4.json")["domains"]
-    reader = gen._Reader()
+    reader = gen.Reader()
     try:
         with tempfile.TemporaryDirectory() as folder:
             ranks = gen._empty_constant_ranks(reader, folder)

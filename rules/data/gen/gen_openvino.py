@@ -26,20 +26,16 @@ be constant, rank limits, attribute values) are not discoverable this way; they 
 ``MANUAL`` with the frontend/plugin error text they come from (observed on 2026.4.1; cited for the release
 the table is made from, with line numbers only where they were read from that release's errors).
 
-Every probe goes through ``read_model`` in a child process (``_Reader``): openvino 2024.6.0 crashes on a
+Every probe goes through ``read_model`` in a child process (``Reader``, ov_reader.py): openvino 2024.6.0 crashes on a
 placeholder node of a translator it has. A release whose supported_ops.md is not in ``DOCUMENTS`` gets a
 table without rows (its ``source`` is the table itself).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import select
-import signal
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -53,11 +49,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from graphlint.fsutil import atomic_write_text
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling, however this file is loaded
+from ov_reader import Reader, converts, read
+
 DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
-# No translator: "No conversion rule found for operations: Op-N" (2026.4); 2024.6 says "OpenVINO does not
-# support the following ONNX operations: [domain.]Op".
-NOT_FOUND = re.compile(r"(?:No conversion rule found for operations|OpenVINO does not support the following ONNX "
-                       r"operations): ([^\n]*)")
 OV_VERSION = ov.get_version().split("-")[0]
 OV_MAJOR_MINOR = ".".join(OV_VERSION.split(".")[:2])
 # The wheel's version string names the branch it was built from ("2024.6.0-17404-4c0f47d2335-releases/2024/6").
@@ -198,118 +193,17 @@ def _probe_model(schema: Any, domain: str, opset: int | None = None) -> onnx.Mod
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
-def _lowest_opset(core: ov.Core | _Reader, schema: Any, folder: str) -> int | None:
+def _lowest_opset(core: ov.Core | Reader, schema: Any, folder: str) -> int | None:
     """The lowest model opset below the op's first schema at which the frontend converts it (a
     translator registered at version k takes every opset from k on, so the answer is a bisection)."""
     lo, hi, best = 1, schema.since_version - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        if _converts(core, _probe_model(schema, "", mid), folder)[0]:
+        if converts(core, _probe_model(schema, "", mid), folder)[0]:
             best, hi = mid, mid - 1
         else:
             lo = mid + 1
     return best
-
-
-_CHILD = """
-import json, sys
-import openvino as ov
-core = ov.Core()
-for line in sys.stdin:
-    ranks = []
-    try:
-        model = core.read_model(line.rstrip("\\n"))
-        said = ""
-        ranks = [o.get_partial_shape().rank.get_length() if o.get_partial_shape().rank.is_static else None
-                 for o in model.outputs]
-    except Exception as e:
-        said = str(e)
-    print("@@" + json.dumps([said, ranks]), flush=True)
-"""
-
-
-class _Reader:
-    """``read_model`` in a child process: a probe that crashes the reader (openvino 2024.6.0: SIGSEGV on a
-    one-input org.openvinotoolkit DetectionOutput) ends that child, not the generator; a new child takes the
-    next probe. A crash comes after the frontend found a translator, so it counts as one. A child silent for
-    ``TIMEOUT`` seconds counts as crashed; its whole process group is killed (a crashed 2024.6 child once
-    left a forked copy of itself holding the pipe open)."""
-
-    TIMEOUT = 30.0  # a probe takes milliseconds; the first one also imports openvino
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.buf = b""
-        self.ranks: list[int | None] = []  # the last converted model's output ranks (None: dynamic)
-
-    def read(self, path: str) -> str | None:
-        """What read_model said ("" when it converted), None when it crashed."""
-        if self.proc is None:
-            self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, start_new_session=True)
-            self.buf = b""
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(path.encode() + b"\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-        while (line := self._line()) is not None:
-            if line.startswith("@@"):
-                said, self.ranks = json.loads(line[2:])
-                return said
-        self._end()
-        return None
-
-    def _line(self) -> str | None:
-        """The child's next line; None at its end or after TIMEOUT seconds of silence."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            ready, _, _ = select.select([fd], [], [], self.TIMEOUT)
-            chunk = os.read(fd, 65536) if ready else b""
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line.decode(errors="replace")
-
-    def _end(self) -> None:
-        assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-
-    def close(self) -> None:
-        if self.proc is not None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-            self.proc.wait()
-            self.proc = None
-
-
-def _read(core: ov.Core | _Reader, path: str) -> str | None:
-    """What read_model said of the file ("" when it converted), None when it crashed."""
-    if isinstance(core, _Reader):
-        return core.read(path)
-    try:
-        core.read_model(path)
-        return ""
-    except Exception as e:
-        return str(e)
-
-
-def _converts(core: ov.Core | _Reader, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
-    path = os.path.join(folder, "probe.onnx")
-    onnx.save(model, path)
-    said = _read(core, path)
-    if said is None:
-        return True, "read_model crashed (after finding a translator)"
-    m = NOT_FOUND.search(said)
-    if m and model.graph.node[0].op_type in m.group(1):
-        return False, m.group(1).strip()
-    return True, " ".join(said.split())[:200]
 
 
 def _doc_rows(md: str) -> dict[tuple[str, str], tuple[int, str]]:
@@ -361,7 +255,7 @@ class _P:
         self.option = onnx.defs.OpSchema.FormalParameterOption(option)
 
 
-def _dtypes(core: ov.Core | _Reader, folder: str) -> tuple[list[str], list[str]]:
+def _dtypes(core: ov.Core | Reader, folder: str) -> tuple[list[str], list[str]]:
     from graphlint import dtypes
 
     ok, bad = [], []
@@ -372,11 +266,11 @@ def _dtypes(core: ov.Core | _Reader, folder: str) -> tuple[list[str], list[str]]
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
         path = os.path.join(folder, "t.onnx")
         onnx.save(m, path)
-        (ok if _read(core, path) == "" else bad).append(name)
+        (ok if read(core, path) == "" else bad).append(name)
     return ok, bad
 
 
-def _local_functions(core: ov.Core | _Reader, folder: str) -> bool:
+def _local_functions(core: ov.Core | Reader, folder: str) -> bool:
     """Whether a call of a model-local function (its body: Sigmoid, Mul) converts."""
     fn = helper.make_function("local.probe", "gated", ["x"], ["y"],
                               [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
@@ -386,10 +280,10 @@ def _local_functions(core: ov.Core | _Reader, folder: str) -> bool:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local.probe", 1)],
                           functions=[fn], ir_version=10)
-    return _converts(core, m, folder)[1] == ""
+    return converts(core, m, folder)[1] == ""
 
 
-def _empty_constant_ranks(core: _Reader, folder: str) -> list[int]:
+def _empty_constant_ranks(core: Reader, folder: str) -> list[int]:
     """The ranks (1 to 8) at which the frontend makes an empty Constant (a dim of 0 first, then 4s) a
     scalar: 2026.4 every one (optimum's (0, 4, 1, 8) dummy caches, then an If between one and a rank-4
     cache has a dynamic rank), 2024.6 only rank 1."""
@@ -400,7 +294,7 @@ def _empty_constant_ranks(core: _Reader, folder: str) -> list[int]:
                                helper.make_node("Identity", ["e"], ["y"])], "t", [],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        if _converts(core, m, folder)[1] != "" or len(core.ranks) != 1:
+        if converts(core, m, folder)[1] != "" or len(core.ranks) != 1:
             raise RuntimeError("the empty-constant probe did not convert")
         if core.ranks[0] == 0:
             ranks.append(rank)
@@ -417,10 +311,10 @@ def reshape_to_scalar_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def _reshape_to_scalar(core: _Reader, folder: str) -> bool:
+def _reshape_to_scalar(core: Reader, folder: str) -> bool:
     """Whether a Reshape to a scalar converts: 2024.6 reads the empty shape as a scalar pattern and
     refuses it ("The value of scalar shape pattern should be equal to 1!"), 2026.4 converts it."""
-    return _converts(core, reshape_to_scalar_model(), folder)[1] == ""
+    return converts(core, reshape_to_scalar_model(), folder)[1] == ""
 
 
 _OUTPUTS_SAID = re.compile(r"Expected output number of \S+ node is \d+ while the implementation provides (\d+)")
@@ -442,7 +336,7 @@ def _attribute_defaults(schema: Any) -> list[onnx.AttributeProto]:
     return out
 
 
-def _output_limits(core: _Reader, folder: str) -> dict[tuple[str, str], int]:
+def _output_limits(core: Reader, folder: str) -> dict[tuple[str, str], int]:
     """(domain, op) -> how many outputs its translator makes, for the ops whose translator makes fewer
     than the schema declares: the frontend refuses a node that declares more, named or not ("Expected
     output number of SkipLayerNormalization node is 4 while the implementation provides 1", 2024.6).
@@ -455,7 +349,7 @@ def _output_limits(core: _Reader, folder: str) -> dict[tuple[str, str], int]:
             continue
         path = os.path.join(folder, "probe.onnx")
         onnx.save(m, path)
-        said = _OUTPUTS_SAID.search(_read(core, path) or "")
+        said = _OUTPUTS_SAID.search(read(core, path) or "")
         if said:
             key = (domain or "ai.onnx", schema.name)
             limits[key] = min(limits.get(key, len(m.graph.output)), int(said.group(1)))
@@ -485,14 +379,14 @@ def _max_outputs(op: str, n: int) -> dict[str, Any]:
               "output(s); a node that declares more, named or not, is refused", _FE, n=n)
 
 
-def _max_opset(core: ov.Core | _Reader, folder: str) -> int:
+def _max_opset(core: ov.Core | Reader, folder: str) -> int:
     best = 1
     for v in range(1, onnx.defs.onnx_opset_version() + 6):
         g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", v)], ir_version=10)
-        if _converts(core, m, folder)[1] == "":
+        if converts(core, m, folder)[1] == "":
             best = v
     return best
 
@@ -508,14 +402,14 @@ def _bare_model(domain: str, op: str, opset: int) -> onnx.ModelProto:
 
 
 def build(md: str) -> dict[str, Any]:
-    core = _Reader()
+    core = Reader()
     rows = _doc_rows(md)
     cite = DOCUMENT is not None  # the document is this release's: entries cite its rows
     found: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"versions": [], "rejected": []})
     first: dict[str, Any] = {}  # default-domain op -> its first schema
     with tempfile.TemporaryDirectory() as folder:
         for domain, schema in sorted(_schemas(), key=lambda x: (x[0], x[1].name, x[1].since_version)):
-            ok, _ = _converts(core, _probe_model(schema, domain), folder)
+            ok, _ = converts(core, _probe_model(schema, domain), folder)
             key = (domain or "ai.onnx", schema.name)
             (found[key]["versions"] if ok else found[key]["rejected"]).append(schema.since_version)
             if not domain:
@@ -530,7 +424,7 @@ def build(md: str) -> dict[str, Any]:
         output_limits = _output_limits(core, folder)
         # Another release's document: its ops without a schema are only candidates, asked of this wheel.
         bare = {} if cite else {
-            (dom, op): _converts(core, _bare_model(dom, op, min(int(v) for v in re.findall(r"\d+", versions))),
+            (dom, op): converts(core, _bare_model(dom, op, min(int(v) for v in re.findall(r"\d+", versions))),
                                  folder)[0]
             for (dom, op), (_, versions) in rows.items()
             if op not in {o for d, o in found if d == dom} and re.search(r"\d", versions)}
