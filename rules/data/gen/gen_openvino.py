@@ -50,7 +50,7 @@ from onnx import TensorProto, helper, numpy_helper
 from graphlint.fsutil import atomic_write_text
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling, however this file is loaded
-from ov_reader import Reader, converts, read
+from ov_reader import Reader, converts, said_of
 
 DOMAINS = ("", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training", "ai.onnx.preview")
 OV_VERSION = ov.get_version().split("-")[0]
@@ -264,9 +264,7 @@ def _dtypes(core: ov.Core | Reader, folder: str) -> tuple[list[str], list[str]]:
                               [helper.make_tensor_value_info("x", enum, [2])],
                               [helper.make_tensor_value_info("y", enum, [2])])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-        path = os.path.join(folder, "t.onnx")
-        onnx.save(m, path)
-        (ok if read(core, path) == "" else bad).append(name)
+        (ok if said_of(core, m, folder) == "" else bad).append(name)
     return ok, bad
 
 
@@ -347,9 +345,7 @@ def _output_limits(core: Reader, folder: str) -> dict[tuple[str, str], int]:
         m = all_outputs_model(schema, domain)
         if m is None:
             continue
-        path = os.path.join(folder, "probe.onnx")
-        onnx.save(m, path)
-        said = _OUTPUTS_SAID.search(read(core, path) or "")
+        said = _OUTPUTS_SAID.search(said_of(core, m, folder) or "")
         if said:
             key = (domain or "ai.onnx", schema.name)
             limits[key] = min(limits.get(key, len(m.graph.output)), int(said.group(1)))

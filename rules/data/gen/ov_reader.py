@@ -43,8 +43,8 @@ class Reader:
     """``read_model`` in a child process: a probe that crashes the reader (openvino 2024.6.0: SIGSEGV on a
     one-input org.openvinotoolkit DetectionOutput) ends that child, not the generator; a new child takes the
     next probe. A crash comes after the frontend found a translator, so it counts as one. A child silent for
-    ``TIMEOUT`` seconds counts as crashed; its whole process group is killed (a crashed 2024.6 child once
-    left a forked copy of itself holding the pipe open)."""
+    ``TIMEOUT`` seconds counts as crashed; its whole process group is killed (a crashed 2024.6 child
+    sometimes leaves a forked copy of itself holding the pipe open)."""
 
     TIMEOUT = 30.0  # a probe takes milliseconds; the first one also imports openvino
 
@@ -111,10 +111,15 @@ def read(core: Any, path: str) -> str | None:
         return str(e)
 
 
-def converts(core: Any, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
+def said_of(core: Any, model: onnx.ModelProto, folder: str) -> str | None:
+    """What read_model said of ``model``, saved in ``folder`` ("" when it converted), None when it crashed."""
     path = os.path.join(folder, "probe.onnx")
     onnx.save(model, path)
-    said = read(core, path)
+    return read(core, path)
+
+
+def converts(core: Any, model: onnx.ModelProto, folder: str) -> tuple[bool, str]:
+    said = said_of(core, model, folder)
     if said is None:
         return True, "read_model crashed (after finding a translator)"
     m = NOT_FOUND.search(said)
