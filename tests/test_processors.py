@@ -1,0 +1,261 @@
+"""graphlint's processor arithmetic against the real transformers processors.
+
+Each case builds a real transformers processor from a small config (no hub: the image processor
+with explicit kwargs, a tiny tokenizer built offline with `tokenizers` holding the special tokens),
+saves it with save_pretrained, reads the JSON files back into graphlint.pipeline.processors, then runs
+the real processor on synthetic images of every size sample_sizes() names plus a seeded random set,
+and compares pixel_values' shape and dtype, the image-token count in input_ids, every other image
+tensor's shape and the small integer tensors' values.
+
+Needs transformers (the dev venv's 5.25) and pillow: transformers 5 runs an image processor on its
+PIL backend or its torchvision one, and torchvision from the index does not load with this torch.
+SmolVLM's processor also needs num2words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL", reason="transformers' image processors need pillow (or torchvision) to run")
+T = pytest.importorskip("transformers", reason="the real processors are the reference")
+
+from graphlint.pipeline.processors import Processor, read_processor, unknown_class  # noqa: E402
+
+ROW_COL = [f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)]
+GEMMA3_TOKENS = {"image_token": "<image_soft_token>", "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>"}
+
+
+def tiny_tokenizer(specials: list[str], named: dict[str, str] | None = None) -> Any:
+    """A word-level tokenizer with the processor's special tokens, built offline."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, "<bos>": 2, "hello": 3, "world": 4}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    kw = {"extra_special_tokens": named} if named else {}
+    tok = T.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]", bos_token="<bos>", **kw)
+    if specials:
+        tok.add_special_tokens({"additional_special_tokens": specials})
+    return tok
+
+
+def _no_video_processor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Qwen2-VL's and SmolVLM's processors take a video processor, which needs torchvision; images never use it.
+
+    ProcessorMixin's class check of that argument reads the video-processor registry, which is empty without
+    torchvision: let None through (the image path is untouched).
+    """
+    from transformers.processing_utils import ProcessorMixin
+
+    orig = ProcessorMixin.check_argument_for_proper_class
+
+    def check(self: Any, name: str, arg: Any) -> Any:
+        return None if name == "video_processor" and arg is None else orig(self, name, arg)
+
+    monkeypatch.setattr(ProcessorMixin, "check_argument_for_proper_class", check)
+
+
+def _save(proc: Any, folder: str) -> dict[str, dict[str, Any]]:
+    if getattr(proc, "video_processor", "absent") is None:  # save_pretrained cannot save a None attribute
+        proc.tokenizer.save_pretrained(folder)
+        config = {k: v for k, v in proc.to_dict().items() if k != "video_processor"}
+        with open(os.path.join(folder, "processor_config.json"), "w") as f:
+            json.dump(config, f)
+    else:
+        proc.save_pretrained(folder)
+    files = {}
+    for name in os.listdir(folder):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as f:
+                files[name] = json.load(f)
+    return files
+
+
+# name -> (builder, prompt placeholder, random size range)
+Case = tuple[Callable[[], Any], str, int]
+
+
+def _llava(**ip: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        kw = {"size": {"shortest_edge": 32}, "crop_size": {"height": 32, "width": 32}} | ip
+        cls = T.LlavaImageProcessorPil if kw.pop("llava_cls", False) else T.CLIPImageProcessorPil
+        strategy = kw.pop("strategy", "default")
+        return T.LlavaProcessor(image_processor=cls(**kw), tokenizer=tiny_tokenizer(["<image>"]), patch_size=8,
+                                vision_feature_select_strategy=strategy, num_additional_image_tokens=1)
+    return make
+
+
+def _llava_next() -> Any:
+    ip = T.LlavaNextImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+                                      image_grid_pinpoints=[[32, 64], [64, 32], [64, 64], [96, 32], [32, 96]])
+    return T.LlavaNextProcessor(image_processor=ip, tokenizer=tiny_tokenizer(["<image>"]), patch_size=8,
+                                vision_feature_select_strategy="default", num_additional_image_tokens=1)
+
+
+def _qwen(cls_name: str, **ip: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        return getattr(T, cls_name)(image_processor=T.Qwen2VLImageProcessorPil(**ip), video_processor=None,
+                                    tokenizer=tiny_tokenizer(["<|image_pad|>", "<|video_pad|>"]))
+    return make
+
+
+def _idefics(cls_name: str, ip_name: str, **ip: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        extra = {"video_processor": None} if cls_name == "SmolVLMProcessor" else {}
+        kw = {"size": {"longest_edge": 96}, "max_image_size": {"longest_edge": 32}} | ip
+        tok = tiny_tokenizer(["<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>", *ROW_COL])
+        return getattr(T, cls_name)(image_processor=getattr(T, ip_name)(**kw), tokenizer=tok, image_seq_len=4,
+                                    **extra)
+    return make
+
+
+def _gemma3() -> Any:
+    return T.Gemma3Processor(image_processor=T.Gemma3ImageProcessorPil(size={"height": 32, "width": 32}),
+                             tokenizer=tiny_tokenizer([], GEMMA3_TOKENS), image_seq_length=5)
+
+
+def _paligemma() -> Any:
+    ip = T.SiglipImageProcessorPil(size={"height": 32, "width": 32})
+    ip.image_seq_length = 16
+    return T.PaliGemmaProcessor(image_processor=ip, tokenizer=tiny_tokenizer([]))
+
+
+CASES: dict[str, Case] = {
+    "llava": (_llava(), "hello <image> world", 160),
+    "llava-no-crop-full": (_llava(do_center_crop=False, strategy="full"), "hello <image> world", 160),
+    "llava-pad-square": (_llava(llava_cls=True, do_pad=True, do_center_crop=False), "hello <image> world", 160),
+    "llava-next": (_llava_next, "hello <image> world", 300),
+    "qwen2-vl": (_qwen("Qwen2VLProcessor", min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64),
+                 "hello <|image_pad|> world", 600),
+    "qwen2.5-vl": (_qwen("Qwen2_5_VLProcessor", size={"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 30},
+                         patch_size=14, merge_size=2), "hello <|image_pad|> world", 400),
+    "qwen2-vl-patch16-merge1": (_qwen("Qwen2VLProcessor", patch_size=16, merge_size=1, min_pixels=64 * 64,
+                                      max_pixels=256 * 256), "hello <|image_pad|> world", 500),
+    "idefics3": (_idefics("Idefics3Processor", "Idefics3ImageProcessorPil"), "hello <image> world", 300),
+    "idefics3-no-split": (_idefics("Idefics3Processor", "Idefics3ImageProcessorPil", do_image_splitting=False),
+                          "hello <image> world", 300),
+    "smolvlm": (_idefics("SmolVLMProcessor", "SmolVLMImageProcessorPil", size={"longest_edge": 128}),
+                "hello <image> world", 300),
+    "gemma3": (_gemma3, "hello <start_of_image> world", 200),
+    "paligemma": (_paligemma, "<image>hello world", 200),
+}
+
+
+def _sizes(proc: Processor, hi: int, seed: int) -> list[tuple[int, int]]:
+    rng = random.Random(seed)
+    return proc.sample_sizes() + [(rng.randint(8, hi), rng.randint(8, hi)) for _ in range(25)]
+
+
+def _image(h: int, w: int, seed: int) -> np.ndarray:
+    # extremes in every channel so the value range is exercised, noise elsewhere
+    img = np.random.default_rng(seed).integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+    img[0, 0], img[-1, -1] = 0, 255
+    return img
+
+
+IMAGE_KEYS = {"pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask"}
+
+
+def _compare(real: Any, proc: Processor, sizes: list[tuple[int, int]], prompt: str, **call: Any) -> int:
+    feeds = proc.feeds(sizes)
+    assert proc.image_token_id is not None
+    for (h, w), feed in zip(sizes, feeds, strict=True):
+        out = real(images=[_image(h, w, h * 1000 + w)], text=[prompt], return_tensors="np", **call)
+        where = f"image {h}x{w}"
+        assert tuple(out["pixel_values"].shape) == feed.pixel_values, where
+        assert int((out["input_ids"] == proc.image_token_id).sum()) == feed.tokens, where
+        assert feed.rows == feed.tokens
+        assert {k for k in out if k in IMAGE_KEYS} - {"pixel_values"} == set(feed.extras), where
+        for key, shape in feed.extras.items():
+            assert tuple(out[key].shape) == shape, (where, key)
+        for key, value in feed.values.items():
+            assert tuple(int(x) for x in np.asarray(out[key]).reshape(-1)) == value, (where, key)
+        pv = np.asarray(out["pixel_values"])
+        assert str(pv.dtype) == proc.pixel.dtype, where
+        lo, hi = proc.pixel.range
+        assert lo - 1e-5 <= float(pv.min()) and float(pv.max()) <= hi + 1e-5, (where, pv.min(), pv.max())
+    return len(sizes)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_feeds_match_transformers(name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    if name.startswith("smolvlm"):
+        pytest.importorskip("num2words", reason="transformers' SmolVLMProcessor refuses to start without num2words")
+    _no_video_processor(monkeypatch)
+    make, prompt, hi = CASES[name]
+    real = make()
+    files = _save(real, str(tmp_path))
+    assert unknown_class(files) is None
+    proc = read_processor(files)
+    assert proc is not None, sorted(files)
+    assert proc.processor_cls == type(real).__name__
+    assert proc.image_token_id == real.tokenizer.convert_tokens_to_ids(proc.image_token)
+    assert "transformers v5.25.0" in proc.source
+    n = _compare(real, proc, _sizes(proc, hi, seed=len(name)), prompt)
+    assert n >= 40
+
+
+def test_layouts_read_alike(tmp_path: Any) -> None:
+    """transformers 5 nests the image processor in processor_config.json; 4 writes preprocessor_config.json."""
+    files = _save(_llava_next(), str(tmp_path))
+    nested = files["processor_config.json"]
+    flat = dict(files)
+    flat["preprocessor_config.json"] = nested["image_processor"]
+    flat["processor_config.json"] = {k: v for k, v in nested.items() if k != "image_processor"}
+    a, b = read_processor(files), read_processor(flat)
+    assert a is not None and b is not None
+    sizes = a.sample_sizes()
+    assert a.feeds(sizes) == b.feeds(sizes)
+    assert a.keys["image_grid_pinpoints"].file == "processor_config.json"
+    assert a.keys["image_grid_pinpoints"].key == "image_processor.image_grid_pinpoints"
+    assert b.keys["image_grid_pinpoints"].file == "preprocessor_config.json"
+
+
+def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
+    """patch_size / strategy / image token id from config.json when the processor config lacks them."""
+    files = _save(_llava()(), str(tmp_path))
+    pc = files["processor_config.json"]
+    for key in ("patch_size", "vision_feature_select_strategy"):
+        pc.pop(key)
+    files["config.json"] = {"model_type": "llava", "image_token_index": 7, "vision_feature_select_strategy": "full",
+                            "vision_config": {"patch_size": 16}}
+    proc = read_processor(files)
+    assert proc is not None
+    assert proc.keys["patch_size"].file == "config.json" and proc.keys["patch_size"].key == "vision_config.patch_size"
+    assert proc.image_token_id == 7
+    assert proc.feeds([(50, 40)])[0].tokens == (32 // 16) ** 2 + 1  # full strategy keeps the CLS row
+
+
+def test_gemma3_pan_and_scan(tmp_path: Any) -> None:
+    """Gemma3Processor switches pan-and-scan off whatever the image processor config says; on at call time,
+    graphlint's crop arithmetic must match too."""
+    real = _gemma3()
+    real.image_processor.do_pan_and_scan = True  # saved in the config, overridden by the processor
+    files = _save(real, str(tmp_path))
+    proc = read_processor(files)
+    assert proc is not None and proc.params["do_pan_and_scan"] is False
+    assert "do_pan_and_scan" in proc.defaults
+    call = {"do_pan_and_scan": True, "pan_and_scan_min_crop_size": 8, "pan_and_scan_min_ratio_to_activate": 1.2,
+            "pan_and_scan_max_num_crops": 4}
+    on = dataclasses.replace(proc, params=proc.params | call)
+    sizes = on.sample_sizes() + [(40, 50), (70, 30), (16, 100), (100, 12), (33, 40), (9, 200), (30, 30)]
+    feeds = on.feeds(sizes)
+    assert any(f.pixel_values[0] > 1 for f in feeds) and any(f.pixel_values[0] == 1 for f in feeds)
+    _compare(real, on, sizes, "hello <start_of_image> world", **call)
+    _compare(real, proc, sizes[:8], "hello <start_of_image> world")
+
+
+def test_unknown_class() -> None:
+    files = {"preprocessor_config.json": {"image_processor_type": "FancyImageProcessorFast"}}
+    assert unknown_class(files) == "FancyImageProcessor"
+    assert read_processor(files) is None
+    assert read_processor({"config.json": {"model_type": "llama"}}) is None
+    assert unknown_class({"config.json": {"model_type": "llama"}}) is None
