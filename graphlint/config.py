@@ -63,6 +63,7 @@ TOP_KEYS: dict[str, str] = {
     "target-options": "table",
     "shapes": "table",
     "source-root": "str",
+    "pipeline": "tables",  # a deployment folder's stages and edges (graphlint.pipeline.detect reads it)
 }
 ALIASES = {"targets": "target"}
 SUPPRESS_KEYS = {"model": "str", "rule": "str", "node": "str", "target": "str", "reason": "str"}
@@ -82,7 +83,7 @@ def repo_root(explicit: str | None) -> str:
 
 # --------------------------------------------------------------------------- discovery
 
-def _read_toml(path: str) -> dict[str, Any]:
+def load_toml(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -110,7 +111,7 @@ def find_config(start_dirs: list[str]) -> str | None:
                 if os.path.isfile(path):
                     if name != "pyproject.toml":
                         return path
-                    table, _ = _table_of(path, _read_toml(path))
+                    table, _ = _table_of(path, load_toml(path))
                     if table is not None:
                         return path
             parent = os.path.dirname(folder)
@@ -153,6 +154,9 @@ def _check_type(where: str, value: Any, kind: str) -> Any:
         raise UsageError(f"{where}: expected a string")
     if kind == "table" and not isinstance(value, dict):
         raise UsageError(f"{where}: expected a table")
+    if kind == "tables" and not (isinstance(value, dict) or (
+            isinstance(value, list) and all(isinstance(v, dict) for v in value))):
+        raise UsageError(f"{where}: expected a table ([...]) or an array of tables ([[...]])")
     if kind == "array" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
         raise UsageError(f"{where}: expected an array of tables ([[...]])")
     return value
@@ -214,7 +218,7 @@ def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppr
 
 
 def load_suppression_file(path: str) -> list[Suppression]:
-    doc = _read_toml(path)
+    doc = load_toml(path)
     for key in doc:
         if _norm_key(key) != "suppress":
             raise UsageError(f"{path}: unknown key {key!r}{_suggest(_norm_key(key), ['suppress'])}")
@@ -314,7 +318,7 @@ def _read_configuration(eff: Effective, config_path: str | None, models: list[st
         eff.file = find_config(starts)
     table: dict[str, Any] = {}
     if eff.file:
-        doc = _read_toml(eff.file)
+        doc = load_toml(eff.file)
         found, eff.table = _table_of(eff.file, doc)
         if found is None:
             raise UsageError(f"{eff.file}: no [tool.graphlint] table")

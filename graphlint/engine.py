@@ -32,7 +32,7 @@ class LintResult:
 
 
 def applies(rule: type[Rule], model: Model, target: Target) -> bool:
-    if model.dialect not in rule.dialects:
+    if rule.scope != "model" or model.dialect not in rule.dialects:
         return False
     return rule.targets is None or target.name in rule.targets
 

@@ -104,10 +104,7 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
         model, background = load_with_background(path, child=child, meanwhile=_structure_work(rules))
         analyses = Analyses(model, background)
         try:
-            for target in targets:
-                if model.dialect not in target.dialects:
-                    raise InputError(path, f"target {target.name} cannot take {model.format} models "
-                                           f"(use --target {DEFAULT_TARGET[model.format]})")
+            targets = taking(targets, model.dialect, path, model.format)
             timings = {"load": time.perf_counter() - t0}
             timings.update((f"load:{k}", v) for k, v in model.timings.items())
             analyses.stats.setdefault("nodes", model.node_count)
@@ -121,6 +118,33 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
             return results
         finally:
             analyses.close()  # e.g. onnx.checker's child when GL0001 was not selected
+
+
+def taking(targets: list[Target], dialect: str, path: str, fmt: str) -> list[Target]:
+    """The targets that can take a model of ``dialect`` (a run over .onnx and .xml files lints each for
+    the targets that take it; ``skipped`` says which pairs were left); none at all is an input error."""
+    ok = [t for t in targets if dialect in t.dialects]
+    if not ok:
+        names = ", ".join(sorted({t.name for t in targets}))
+        raise InputError(path, f"no requested target can take {fmt} models ({names}; "
+                               f"use --target {DEFAULT_TARGET[fmt]})")
+    return ok
+
+
+def skipped(paths: list[str], explicit: list[Target]) -> list[str]:
+    """Notes for the report: the requested targets that cannot take some of the run's model files."""
+    notes = []
+    kinds: dict[str, int] = {}
+    for p in paths:
+        kinds[model_kind(p)] = kinds.get(model_kind(p), 0) + 1
+    dialect = {"onnx": "onnx", "openvino": "openvino"}
+    for kind, n in sorted(kinds.items()):
+        left = sorted({t.spec for t in explicit if dialect[kind] not in t.dialects})
+        if left and len(left) < len({t.spec for t in explicit}):
+            noun = "OpenVINO IR file" if kind == "openvino" else "ONNX file"
+            notes.append(f"Skipped: {', '.join(left)} for {n} {noun}{'s' if n != 1 else ''} "
+                         f"(the target{'s' if len(left) != 1 else ''} cannot take {kind} models).")
+    return notes
 
 
 def _structure_work(rules: list[type[Rule]]) -> dict[str, Callable[[Any], Any]]:
@@ -164,6 +188,66 @@ def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, di
 def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
+    paths, pipelines = expand_folders(paths)
+    run = _lint_files(paths, explicit, rules, opts)
+    for pipe in pipelines:
+        _lint_pipeline(pipe, explicit, rules, opts, run)
+    run.notes[:0] = skipped(paths + [p for pipe in pipelines for p in pipe.paths], explicit)
+    return run
+
+
+def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
+    """Folders given on the command line: their deployment pipelines (graphlint.pipeline.detect)
+    and the model files that belong to none, which are linted alone like any file."""
+    if not any(os.path.isdir(p) for p in paths):
+        return paths, []
+    from graphlint.pipeline import detect
+
+    files: list[str] = []
+    pipelines = []
+    for p in paths:
+        if not os.path.isdir(p):
+            files.append(p)
+            continue
+        found = detect.find(p)
+        pipelines.extend(found.pipelines)
+        files.extend(found.loose)
+        if not found.pipelines and not found.loose:
+            raise InputError(p, "is a folder with no model file (.onnx, OpenVINO .xml) and no deployment pipeline")
+    return files, pipelines
+
+
+def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions, run: Run) -> None:
+    from graphlint.pipeline.lint import lint_pipeline
+
+    if opts.on_model:
+        opts.on_model(pipe.folder)
+
+    def targets_for(model: Any) -> list[Target]:
+        return taking(explicit or [resolve(DEFAULT_TARGET[model.format])], model.dialect, model.path, model.format)
+
+    def configure(path: str, target: Target) -> tuple[Target, dict[str, Any]]:
+        return _configure(path, target, opts)
+
+    def attach(analyses: Analyses, results: list[LintResult]) -> None:
+        attach_origins(analyses, results, opts.source_root or opts.root)
+
+    try:
+        with time_budget(opts.time_budget * max(1, len(pipe.stages))):
+            results, piped, failed = lint_pipeline(pipe, targets_for, rules, configure, attach,
+                                                   _structure_work(rules))
+    except TimeBudgetExceeded:
+        run.failures.append(budget_failure(pipe.folder, opts.time_budget))
+        return
+    except InputError as e:
+        run.failures.append(LoadFailure(e.path, e.problem, e.line))
+        return
+    run.results.extend(results)
+    run.pipelines.extend(piped)
+    run.failures.extend(LoadFailure(path, problem) for path, problem in failed)
+
+
+def _lint_files(paths: list[str], explicit: list[Target], rules: list[type[Rule]], opts: LintOptions) -> Run:
     if opts.jobs > 1 and len(paths) > 1:
         _warm(paths, explicit)
         quiet = dataclasses.replace(opts, on_model=None)  # progress is shown as workers start

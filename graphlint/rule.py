@@ -45,6 +45,7 @@ FAMILIES = {
     "GL5": "layout",
     "GL6": "precision",
     "GL7": "quantization",
+    "GL8": "pipeline",
     "GL9": "tool",
 }
 
@@ -151,6 +152,9 @@ class Rule:
     # Whether the rule reads value types or shapes. Every rule now sees the complete, typed model,
     # so the engine no longer reads this; it stays for rule packs that set it.
     reads_types: ClassVar[bool] = True
+    # "model": runs on each model (check / check_node); "pipeline": runs once per deployment folder's
+    # pipeline on its contracts (check_pipeline, graphlint.pipeline.engine), never on a model alone.
+    scope: ClassVar[str] = "model"
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
     pack: ClassVar[str] = "builtin"  # set by the registry from the entry point
@@ -159,6 +163,10 @@ class Rule:
         return ()
 
     def check_node(self, node: Node, ctx: RuleContext) -> Iterable[Finding]:
+        return ()
+
+    def check_pipeline(self, ctx: Any) -> Iterable[Finding]:
+        """Pipeline rules (``scope = "pipeline"``): ``ctx`` is a graphlint.pipeline.engine.PipelineContext."""
         return ()
 
     # --- documentation -------------------------------------------------------------

@@ -91,9 +91,21 @@ def roundest(sizes: list[int]) -> int:
 
 
 def fed(facts: ShapeFacts, model: Model, side: Poly, const: int,
-        profiles: Mapping[str, Profile] | None) -> Fed:
-    """Whether the sizes the user feeds break ``side == const`` (see the module docstring)."""
+        profiles: Mapping[str, Profile] | None, points: Mapping[str, list[tuple[int, ...]]] | None = None) -> Fed:
+    """Whether the sizes the user feeds break ``side == const`` (see the module docstring).
+    ``points``: the exact shapes a deployment folder's processor feeds each input (``options["fed"]``,
+    graphlint.pipeline): they decide before any profile, since they are what will run."""
     bases = base_symbols(facts, model, side.symbols)
+    if points and bases and all(inp in points for inp, _ in bases.values()):
+        inputs = sorted({inp for inp, _ in bases.values()})
+        for combo in itertools.islice(itertools.product(*(points[i] for i in inputs)), 4096):
+            shapes = dict(zip(inputs, combo, strict=True))
+            env = {name: shapes[inp][axis] for name, (inp, axis) in bases.items() if axis < len(shapes[inp])}
+            got = evaluate(side, env)
+            if got is not None and got != const:
+                said = ", ".join(f"'{i}' as {'x'.join(map(str, shapes[i]))}" for i in inputs)
+                return Fed("fails", f"the folder's processor feeds {said}")
+        return Fed("holds")
     ranges: dict[str, tuple[int, int]] = {}
     for name, (inp, axis) in bases.items():
         prof = (profiles or {}).get(inp)

@@ -194,6 +194,16 @@ class ConstantShapePinsDynamicDim(Rule):
                 # about): whether other values are meant to be fed is not known from the file.
                 severity, contract = Severity.WARNING, C.props(unknown=["value"])
                 note = " The input leaves the dim unnamed, so whether other values are meant is unknown."
+            points = ctx.options.get("fed")
+            if points and severity < Severity.ERROR:
+                # a deployment folder's processor says exactly which sizes will be fed: they settle
+                # the premise the warnings above leave unknown
+                at = F.fed(facts, ctx.model, sym_side, const_side.value or 0, None, points)
+                if at.verdict == "holds":
+                    continue
+                if at.verdict == "fails":
+                    severity, note = Severity.ERROR, ""
+                    contract = C.props(C.document_basis(spec_url(n.op_type) if ir else C.onnx_operator(n.op_type)))
             entry = None if ir else for_op(n.op_type)  # a shape rule engines hold differently (validity.toml)
             if entry is not None:
                 severity, contract, note = _engine_contract(entry, ctx.target)
@@ -204,11 +214,14 @@ class ConstantShapePinsDynamicDim(Rule):
                     tail = tail.replace("the model only runs", "the spec lets the model run only")
             rewrite = None
             if severity == Severity.ERROR:
-                fed = F.fed(facts, ctx.model, sym_side, const_side.value or 0, ctx.options.get("shapes"))
+                fed = F.fed(facts, ctx.model, sym_side, const_side.value or 0, ctx.options.get("shapes"),
+                            ctx.options.get("fed"))
                 if fed.verdict == "holds":
                     continue  # every size the user feeds is one the constant holds for
                 if fed.verdict == "fails":
-                    note += f" The given shapes include sizes where it fails ({fed.where})."
+                    note += (f" The sizes that will be fed include some where it fails ({fed.where})."
+                             if fed.where.startswith("the folder") else
+                             f" The given shapes include sizes where it fails ({fed.where}).")
                 elif fed.verdict == "batch":
                     note += f" {fed.where} is a batch dim, which serving fills with whatever batch arrives."
                 else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphlint.engine import LintResult
 from graphlint.ir import gc_paused
@@ -26,13 +27,19 @@ class Run:
     rules: list[type[Rule]]  # the rules that were selected for this run
     root: str  # repository root that SARIF URIs are relative to
     notes: list[str] = field(default_factory=list)  # e.g. "results capped at 25000"
+    # deployment folders' pipelines, one result per pipeline and target (graphlint.pipeline.engine)
+    pipelines: list[Any] = field(default_factory=list)
+
+    def all_results(self) -> list[Any]:
+        """Model results, then pipeline results: everything that holds findings."""
+        return [*self.results, *self.pipelines]
 
     def findings(self, include_suppressed: bool = False) -> list[Finding]:
-        return [f for r in self.results for f in r.findings if include_suppressed or not f.suppressed]
+        return [f for r in self.all_results() for f in r.findings if include_suppressed or not f.suppressed]
 
     def counts(self) -> Counter:
         c: Counter = Counter()
-        for r in self.results:
+        for r in self.all_results():
             for f in r.findings:
                 c["suppressed" if f.suppressed else f.severity.label] += 1
         return c

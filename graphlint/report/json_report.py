@@ -42,6 +42,24 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     }
 
 
+def pipeline_dict(pres: Any) -> dict[str, Any]:
+    """A deployment folder's pipeline for one target: stages, each edge's contract and verdict, findings."""
+    pipe = pres.pipeline
+    counts = {"error": 0, "warning": 0, "info": 0, "suppressed": 0}
+    for f in pres.findings:
+        counts["suppressed" if f.suppressed else f.severity.label] += 1
+    return {
+        "folder": pipe.folder,
+        "layout": pipe.layout,
+        "name": pipe.name,
+        "target": pres.target.spec,
+        "stages": [{"name": s.name, "role": s.role, "path": s.path} for s in pipe.stages],
+        "edges": [{"edge": e.subject, "contract": e.contract, "verdict": e.verdict} for e in pres.contracts],
+        "summary": counts,
+        "findings": [finding_dict(f) for f in pres.findings],
+    }
+
+
 def render_json(run: Run) -> str:
     models = []
     for res in run.results:
@@ -56,11 +74,13 @@ def render_json(run: Run) -> str:
             "summary": counts,
             "findings": [finding_dict(f) for f in res.findings],
         })
+    pipelines = [pipeline_dict(p) for p in run.pipelines]
     c = run.counts()
     doc = {
         "schema": SCHEMA,
         "version": __version__,
         "models": models,
+        "pipelines": pipelines,
         "failures": [{"path": f.path, "message": f.message} | ({"line": f.line} if f.line else {})
                      for f in run.failures],
         "summary": {k: c.get(k, 0) for k in ("error", "warning", "info", "suppressed")}

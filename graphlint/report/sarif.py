@@ -34,7 +34,7 @@ MAX_RESULTS = 25_000
 MAX_DESC = 1024
 LOAD_FAILURE_RULE = "GL9000"
 SRCROOT = "%SRCROOT%"
-TEXT_ARTIFACTS = (".xml",)  # artifacts with lines; .onnx and .bin are binary and get no region
+TEXT_ARTIFACTS = (".xml", ".json", ".toml")  # artifacts with lines (IR, a pipeline's configs); .onnx/.bin get none
 
 
 def artifact_location(path: str, root: str) -> dict[str, str]:

@@ -79,6 +79,8 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False, expan
         if hidden:
             lines.append("  " + style("info", fg=_COLORS[Severity.INFO]) + f"  {_info_line(hidden)}")
         lines.append("")
+    for pres in run.pipelines:
+        lines.extend(_pipeline_lines(pres, style, show_info))
     c = run.counts()
     fixable = sum(1 for f in run.findings() if f.rewrite)
     parts = [_count(c.get("error", 0), "error"), _count(c.get("warning", 0), "warning"),
@@ -86,6 +88,9 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False, expan
     # a model linted for several targets is one model (its results are one per target)
     models = len({r.model.path for r in run.results})
     summary = f"Found {', '.join(parts)} in {_count(models, 'model')}"
+    pipes = len({p.pipeline.folder + p.pipeline.name for p in run.pipelines})
+    if pipes:
+        summary += f" and {_count(pipes, 'pipeline')}"
     if fixable:
         summary += f"; {fixable} fixable with 'graphlint fix'"
     if c.get("suppressed"):
@@ -95,6 +100,33 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False, expan
     lines.append(summary + ".")
     lines.extend(run.notes)
     return "\n".join(lines) + "\n"
+
+
+_VERDICT_COLORS = {"error": "red", "warning": "yellow", "ok": "green", "unknown": "blue", "info": "blue"}
+
+
+def _pipeline_lines(pres, style, show_info: bool) -> list[str]:
+    """One block per pipeline and target: its stages, each edge's contract and verdict, its findings."""
+    pipe = pres.pipeline
+    lines = [style(f"{pipe.title} -> {pres.target.title}", bold=True)]
+    lines.append("  stages: " + ", ".join(f"{s.name} ({s.role})" for s in pipe.stages))
+    for ev in pres.contracts:
+        mark = style(f"{ev.verdict:<7}", fg=_VERDICT_COLORS.get(ev.verdict, "blue"))
+        lines.append(f"  {mark} {ev.subject}")
+        lines.append(f"          {style(ev.contract, dim=True)}")
+    findings = [f for f in pres.findings if not f.suppressed and (show_info or f.severity > Severity.INFO)]
+    hidden = [f for f in pres.findings if not f.suppressed and not show_info and f.severity <= Severity.INFO]
+    for f in findings:
+        sev = style(f"{f.severity.label:<7}", fg=_COLORS[f.severity])
+        where = f.location.file if f.location.line is None else f"{f.location.file}:{f.location.line}"
+        lines.append(f"  {sev} {f.rule_id} {f.rule_name}: {f.message}")
+        lines.append(f"          {style(where, dim=True)}")
+    if hidden:
+        lines.append("  " + style("info", fg=_COLORS[Severity.INFO]) + f"  {_info_line(hidden)}")
+    if not findings and not hidden:
+        lines.append("  every contract holds")
+    lines.append("")
+    return lines
 
 
 def _group_lines(g: Group, style) -> list[str]:

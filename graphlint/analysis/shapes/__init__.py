@@ -48,6 +48,7 @@ from graphlint.analysis.shapes.facts import (
     shape_text,
     unnamed_symbol,
 )
+from graphlint.analysis.shapes.openvino import ov_symbol
 from graphlint.analysis.shapes.walk import ShapeWalk
 from graphlint.analysis.symbolic import to_poly
 from graphlint.ir import ONNX, Model, Value
@@ -96,8 +97,8 @@ def evaluate(model: Model, input_shapes: Mapping[str, tuple[int, ...]], facts: S
         if shp is None or v.shape is None or len(shp) != len(v.shape):
             continue
         for axis, (d, n) in enumerate(zip(v.shape, shp, strict=True)):
-            if d is None:
-                env[unnamed_symbol(v.name, axis)] = n
+            if d is None:  # IR -1 dims are named by position (ov_symbol), ONNX unnamed dims with a '?'
+                env[ov_symbol(v.name, axis) if model.dialect != ONNX else unnamed_symbol(v.name, axis)] = n
             elif isinstance(d, str):
                 p = to_poly(d)
                 if p is not None and len(p.terms) == 1 and p.terms[0][1] == 1 and len(p.terms[0][0]) == 1:

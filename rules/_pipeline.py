@@ -1,0 +1,49 @@
+"""What the pipeline rules (GL8xxx) share: their facts file, and naming an edge or a config key.
+
+Not a rule module (leading underscore).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from graphlint_rules import _contract as C
+
+from graphlint.compat import tomllib
+from graphlint.target import data_dir
+
+FACTS = "pipeline.toml"
+
+
+@functools.cache
+def _facts() -> dict[str, dict[str, Any]]:
+    with open(os.path.join(data_dir(), FACTS), "rb") as f:
+        return {fact["id"]: fact for fact in tomllib.load(f)["fact"]}
+
+
+def basis(fact_id: str) -> dict[str, Any]:
+    """The ``basis`` property of an error backed by ``fact_id`` (checked to exist)."""
+    if fact_id not in _facts():
+        raise KeyError(f"no fact {fact_id!r} in rules/data/{FACTS}")
+    return C.props(C.fact_basis(FACTS, fact_id))
+
+
+def shape_text(shape: Any) -> str:
+    if shape is None:
+        return "[?]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def size_text(image: tuple[int, int]) -> str:
+    return f"{image[1]}x{image[0]}"  # width x height, as people say image sizes
+
+
+def key_of(processor: Any, *names: str) -> Any:
+    """The first of ``names`` the processor arithmetic read (a KeyRef: file, key, value), or None."""
+    keys = getattr(processor, "keys", {}) or {}
+    for n in names:
+        if n in keys:
+            return keys[n]
+    return None

@@ -1,0 +1,93 @@
+"""GL8001 image-tokens-vs-features: the vision side emits another number of rows than the image tokens the processor inserts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from graphlint_rules import _pipeline as P
+
+from graphlint.pipeline.contracts import Contracts, expected_rows
+from graphlint.rule import Finding, Rule, Severity
+
+# the processor facts that decide the token count, in the order a message names them
+TOKEN_KEYS = ("image_seq_length", "num_image_tokens", "mm_tokens_per_image", "image_seq_len", "merge_size",
+              "patch_size", "size", "image_grid_pinpoints", "min_pixels", "max_pixels", "max_image_size",
+              "scale_factor")
+
+
+class ImageTokensVsFeatures(Rule):
+    """The rows the vision graphs emit for an image differ from the image tokens the processor inserts for it.
+
+    ## What it checks
+    For every source image size the folder's processor arithmetic distinguishes (square, wide and
+    tall images, each tile count, the min/max pixel clamps, splitting on and off:
+    `graphlint/pipeline/processors.py`), what the processor feeds the vision stage, then the rows
+    the vision side (vision graph, then each merger / projector graph along the edges) emits at
+    exactly those shapes, computed by graphlint's shape walk over the graphs. Those rows must equal
+    the image placeholder tokens the processor puts into `input_ids` for the same image, because
+    the runtime scatters one row into each placeholder position.
+
+    ## Why it matters
+    This is the most reported VLM deployment failure: "Image features and image tokens do not
+    match: tokens N, features M" in transformers, "Number of elements of source < number of ones in
+    mask" in optimum-intel's OpenVINO pipeline, or silently wrong output when there are fewer
+    placeholders than rows. It appears when a processor config is changed after export (image
+    size, `image_seq_length`, `min_pixels`/`max_pixels`, `merge_size`) or when the vision graph was
+    exported at one size and frozen there. An error (the runtime raises or computes something
+    else); a warning when the rows cannot be computed at a fed size (what is unknown is said).
+
+    ## Example
+    A LLaVA folder whose `processor_config.json` says `"image_seq_length": 20` while its vision
+    graph emits 16 rows per 32x32 image.
+
+    ## Fix
+    Make the processor config say what the graphs were exported for (the message names the key
+    and the value that holds), or re-export the vision graph for the processor's sizes.
+    """
+
+    id = "GL8001"
+    name = "image-tokens-vs-features"
+    severity = Severity.ERROR
+    scope = "pipeline"
+    source = "rules/data/pipeline.toml (image-tokens-rows, stage-frozen-at-fed-size); graphlint/pipeline/processors.py"
+
+    def check_pipeline(self, ctx) -> Iterator[Finding]:
+        c: Contracts = ctx.contracts
+        merge = c.merge_edge()
+        if merge is None or c.processor is None or not c.feeds:
+            return
+        edge = merge.edge.describe()
+        proc = c.processor
+        ref = P.key_of(proc, *TOKEN_KEYS)
+        frozen = [f for f in c.feeds if f.conflict]
+        if frozen:
+            f = frozen[0]
+            sizes = ", ".join(P.size_text(x.feed.image) for x in frozen[:4]) + (" ..." if len(frozen) > 4 else "")
+            fed = ", ".join(f"'{k}' {P.shape_text(v)}" for k, v in f.fed.get(f.conflict_stage, {}).items())
+            yield ctx.finding(
+                f"Stage '{f.conflict_stage}' cannot run at what the processor ({proc.cls}) feeds for "
+                f"{len(frozen)} of {len(c.feeds)} image sizes ({sizes}): fed {fed}, {f.conflict}. The graph was "
+                f"frozen at another size; ONNX Runtime fails there and OpenVINO fails or returns a wrong result.",
+                stage=f.conflict_stage, edge=edge, severity=Severity.ERROR, **P.basis("stage-frozen-at-fed-size"))
+        bad = [f for f in c.feeds if not f.conflict and f.rows is not None and f.rows != expected_rows(proc, f.feed)]
+        if bad:
+            f = bad[0]
+            where = f" ({ref.file} '{ref.key}' = {ref.value!r})" if ref is not None else ""
+            more = f"; {len(bad) - 1} more of the {len(c.feeds)} sizes checked disagree" if len(bad) > 1 else ""
+            want = expected_rows(proc, f.feed)
+            need = ("" if want == f.feed.tokens else
+                    f" where the runtime needs {want} rows to pack into those {f.feed.tokens} positions")
+            yield ctx.finding(
+                f"For a {P.size_text(f.feed.image)} image the processor ({proc.cls}) inserts {f.feed.tokens} image "
+                f"tokens{where} and feeds {P.shape_text(f.feed.pixel_values)}, but the vision side "
+                f"({' -> '.join(c.chain)}) emits {f.rows} rows there{need}{more}: 'Image features and image tokens "
+                f"do not match' (or, with fewer tokens than rows, silently wrong output).",
+                config=ref.file if ref is not None else None, key=ref.key if ref is not None else None,
+                stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, rows=f.rows, expected_rows=want,
+                image=list(f.feed.image), **P.basis("image-tokens-rows"))
+        unknown = [f for f in c.feeds if not f.conflict and f.rows is None]
+        if unknown and not bad and not frozen and len(unknown) == len(c.feeds):
+            yield ctx.finding(
+                f"Whether the vision side emits one row per image token cannot be told statically: "
+                f"{unknown[0].unknown}; only a run at the processor's sizes shows it.",
+                stage=c.chain[-1], edge=edge, severity=Severity.INFO, unknown=["rows"])
