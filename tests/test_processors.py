@@ -93,9 +93,10 @@ def _llava(**ip: Any) -> Callable[[], Any]:
     return make
 
 
-def _llava_next() -> Any:
+def _llava_next(pinpoints: list[list[int]] | None = None) -> Any:
+    pinpoints = pinpoints or [[32, 64], [64, 32], [64, 64], [96, 32], [32, 96]]
     ip = T.LlavaNextImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
-                                      image_grid_pinpoints=[[32, 64], [64, 32], [64, 64], [96, 32], [32, 96]])
+                                      image_grid_pinpoints=pinpoints)
     return T.LlavaNextProcessor(image_processor=ip, tokenizer=tiny_tokenizer(["<image>"]), patch_size=8,
                                 vision_feature_select_strategy="default", num_additional_image_tokens=1)
 
@@ -133,6 +134,9 @@ CASES: dict[str, Case] = {
     "llava-no-crop-full": (_llava(do_center_crop=False, strategy="full"), "hello <image> world", 160),
     "llava-pad-square": (_llava(llava_cls=True, do_pad=True, do_center_crop=False), "hello <image> world", 160),
     "llava-next": (_llava_next, "hello <image> world", 300),
+    # the largest pinpoint first: small images fit all of them and the least waste decides
+    "llava-next-big-first": (lambda: _llava_next([[64, 96], [64, 64], [32, 64], [64, 32], [96, 32], [32, 96]]),
+                             "hello <image> world", 300),
     "qwen2-vl": (_qwen("Qwen2VLProcessor", min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64),
                  "hello <|image_pad|> world", 600),
     "qwen2.5-vl": (_qwen("Qwen2_5_VLProcessor", size={"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 30},
@@ -246,7 +250,7 @@ def test_gemma3_pan_and_scan(tmp_path: Any) -> None:
     call = {"do_pan_and_scan": True, "pan_and_scan_min_crop_size": 8, "pan_and_scan_min_ratio_to_activate": 1.2,
             "pan_and_scan_max_num_crops": 4}
     on = dataclasses.replace(proc, params=proc.params | call)
-    sizes = on.sample_sizes() + [(40, 50), (70, 30), (16, 100), (100, 12), (33, 40), (9, 200), (30, 30)]
+    sizes = [*on.sample_sizes(), (40, 50), (70, 30), (16, 100), (100, 12), (33, 40), (9, 200), (30, 30)]
     feeds = on.feeds(sizes)
     assert any(f.pixel_values[0] > 1 for f in feeds) and any(f.pixel_values[0] == 1 for f in feeds)
     _compare(real, on, sizes, "hello <start_of_image> world", **call)

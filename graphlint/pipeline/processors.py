@@ -308,7 +308,10 @@ def _samples(arith: str, p: Mapping[str, Any]) -> list[tuple[int, int]]:
         extra = [(base, base * 3), (base * 3, base), (base + 1, base - 1)]
         if arith == "pan_and_scan":
             mc = int(p["pan_and_scan_min_crop_size"])
-            extra += [(mc * 2, int(mc * 2 * 1.1)), (mc * 2, mc * 5), (mc * 7, mc * 2), (mc // 2, mc * 2)]
+            # below the activation ratio, above it, crops capped, crops under the minimum size, and a side at
+            # the minimum crop size where floor(side / min) and the rounded aspect disagree
+            extra += [(mc * 2, int(mc * 2 * 1.1)), (mc * 2, mc * 5), (mc * 7, mc * 2), (mc // 2, mc * 2),
+                      (mc, mc * 7 // 2), (mc * 7 // 2, mc), (mc * 2, mc * 20)]
     sizes = [(max(1, s * a // b), s) if a <= b else (s, max(1, s * b // a)) for s in scales for a, b in aspects]
     sizes += [(max(1, h), max(1, w)) for h, w in extra]
     return list(dict.fromkeys(sizes))
