@@ -9,6 +9,7 @@ in the corpus venv; never imports graphlint.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from testmodels.vlm import Arch, Builder, seed_all
@@ -42,7 +43,7 @@ _QWEN_MAX_PIXELS = 112 * 112
 _QWEN_SIZES = [(56, 56), (56, 112), (112, 56), (20, 20), (224, 224), (70, 42), (84, 140)]
 
 
-def _qwen(out: Path, five: bool) -> Arch:
+def _qwen(out: Path, five: bool, hidden: int = 64) -> Arch:
     import transformers as tf
 
     seed_all()
@@ -55,22 +56,23 @@ def _qwen(out: Path, five: bool) -> Arch:
                                 additional_special_tokens=generic.additional_special_tokens)
     assert len(tok) == VOCAB
     ids = {t: tok.convert_tokens_to_ids(t) for t in _QWEN_SPECIALS}
-    text = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+    # head_dim 16 at every width (heads = hidden / 16): M-RoPE sections 2 + 3 + 3 = head_dim / 2
+    text = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+                num_attention_heads=hidden // 16, num_key_value_heads=2, max_position_embeddings=512,
                 rope_theta=1e6, rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
                 bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                 pad_token_id=ids["<|endoftext|>"])
     common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                   vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
     if five:
-        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden,
                       patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                       fullatt_block_indexes=[1])
         cfg = tf.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common)
         model = tf.Qwen2_5_VLForConditionalGeneration(cfg)
         processor_cls = tf.Qwen2_5_VLProcessor
     else:
-        vision = dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
+        vision = dict(depth=1, embed_dim=32, hidden_size=hidden, num_heads=2, mlp_ratio=2, patch_size=14,
                       spatial_merge_size=2, temporal_patch_size=2)
         cfg = tf.Qwen2VLConfig(text_config=text, vision_config=vision, **common)
         model = tf.Qwen2VLForConditionalGeneration(cfg)
@@ -123,7 +125,7 @@ _IDEFICS_LONGEST = 96
 _IDEFICS_SIZES = [(32, 32), (24, 40), (40, 24), (96, 96), (8, 200), (200, 8), (200, 200), (16, 16)]
 
 
-def _idefics(out: Path, smol: bool) -> Arch:
+def _idefics(out: Path, smol: bool, hidden: int = 64) -> Arch:
     import transformers as tf
 
     seed_all()
@@ -133,8 +135,8 @@ def _idefics(out: Path, smol: bool) -> Arch:
     tok.model_input_names = ["input_ids", "attention_mask"]
     tok.init_kwargs["model_input_names"] = tok.model_input_names
     image_id = tok.convert_tokens_to_ids("<image>")
-    text = dict(model_type="llama", vocab_size=len(tok), hidden_size=64, intermediate_size=128,
-                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+    text = dict(model_type="llama", vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                num_hidden_layers=2, num_attention_heads=hidden // 16, num_key_value_heads=2, max_position_embeddings=512,
                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                   image_size=_IDEFICS_TILE, patch_size=8)
@@ -186,9 +188,78 @@ ARCHS: dict[str, Builder] = {
     "smolvlm": smolvlm,
 }
 
+# Second exports whose language model has another width: the seeds swap in the graph that feeds
+# inputs_embeds (Qwen: the merger; Idefics3 / SmolVLM: the vision graph, connector included).
+VARIANTS: dict[str, dict[str, Builder]] = {
+    "qwen2_vl": {"projector96": partial(_qwen, five=False, hidden=96)},
+    "qwen2_5_vl": {"projector32": partial(_qwen, five=True, hidden=32)},
+    "idefics3": {"projector96": partial(_idefics, smol=False, hidden=96)},
+    "smolvlm": {"projector32": partial(_idefics, smol=True, hidden=32)},
+}
+# The graph whose output is the image rows merged into inputs_embeds.
+FEEDS_LM = {"qwen2_vl": "openvino_vision_embeddings_merger_model",
+            "qwen2_5_vl": "openvino_vision_embeddings_merger_model",
+            "idefics3": "openvino_vision_embeddings_model", "smolvlm": "openvino_vision_embeddings_model"}
+
+
+def f16_output(graph_xml: Path, dest: Path) -> None:
+    """The graph with its first output converted to f16 (what a half-precision export of that stage emits)."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    m = ov.Core().read_model(str(graph_xml))
+    src = m.get_results()[0].input_value(0)
+    names = set(src.get_names())
+    cvt = ops.convert(src, "f16")
+    src.get_tensor().set_names(set())
+    cvt.output(0).get_tensor().set_names(names)
+    m.get_results()[0].input(0).replace_source_output(cvt.output(0))
+    m.validate_nodes_and_infer_types()
+    dest.mkdir(parents=True, exist_ok=True)
+    ov.save_model(m, str(dest / graph_xml.name), compress_to_fp16=False)
+
+
+def build(outdir: Path, names: list[str]) -> dict:
+    """Export each arch with the framework's export/keep (the CLI of this venv), then its seed variants."""
+    import importlib.metadata as md
+    import json
+    import tempfile
+
+    from testmodels.vlm import optimum_intel_vlm as oi
+
+    rec_path = outdir / "build_b.json"
+    record = json.loads(rec_path.read_text()) if rec_path.exists() else {"archs": {}, "export_failures": {}}
+    record["venv"] = VENV
+    record["tools"] = {t: md.version(t) for t in oi.TOOLS}
+    with tempfile.TemporaryDirectory(prefix="vlm_b_") as tmp:
+        for name in names:
+            arch, exp, rec = oi.export(name, ARCHS[name], Path(tmp))
+            print(name, rec, flush=True)
+            if arch is None:
+                record["export_failures"][name] = rec
+                continue
+            record["export_failures"].pop(name, None)
+            sizes = oi.keep(exp, outdir / name)
+            record["archs"][name] = {"prompt": arch.prompt, "image_sizes": [list(x) for x in arch.image_sizes],
+                                     "notes": arch.notes, **rec, "files": sizes,
+                                     "folder_bytes": sum(sizes.values()), "feeds_lm": FEEDS_LM[name]}
+            graph = FEEDS_LM[name]
+            f16_output(outdir / name / f"{graph}.xml", outdir / "_variants" / name / "f16_vision")
+            for v, b in VARIANTS[name].items():
+                _, vexp, vrec = oi.export(f"{name}.{v}", b, Path(tmp))
+                print(name, v, vrec, flush=True)
+                if "error" in vrec:
+                    record["export_failures"][f"{name}.{v}"] = vrec
+                    continue
+                dest = outdir / "_variants" / name / v
+                dest.mkdir(parents=True, exist_ok=True)
+                for ext in (".xml", ".bin"):
+                    (dest / f"{graph}{ext}").write_bytes((vexp / f"{graph}{ext}").read_bytes())
+    rec_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return record
+
+
 if __name__ == "__main__":
     import sys
 
-    for name in sys.argv[2:] or ARCHS:
-        arch = ARCHS[name](Path(sys.argv[1]) / name)
-        print(name, repr(arch.prompt), arch.image_sizes)
+    build(Path(sys.argv[1]).resolve(), sys.argv[2:] or list(ARCHS))
