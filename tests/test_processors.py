@@ -129,6 +129,16 @@ def _paligemma() -> Any:
     return T.PaliGemmaProcessor(image_processor=ip, tokenizer=tiny_tokenizer([]))
 
 
+def _internvl(**ip: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
+                 "video_token": "<video>"}
+        kw = {"size": {"height": 32, "width": 32}, "max_patches": 6} | ip
+        return T.InternVLProcessor(image_processor=T.GotOcr2ImageProcessorPil(**kw), video_processor=None,
+                                   tokenizer=tiny_tokenizer([], named), image_seq_length=3)
+    return make
+
+
 CASES: dict[str, Case] = {
     "llava": (_llava(), "hello <image> world", 160),
     "llava-no-crop-full": (_llava(do_center_crop=False, strategy="full"), "hello <image> world", 160),
@@ -150,6 +160,8 @@ CASES: dict[str, Case] = {
                 "hello <image> world", 300),
     "gemma3": (_gemma3, "hello <start_of_image> world", 200),
     "paligemma": (_paligemma, "<image>hello world", 200),
+    "internvl": (_internvl(), "hello <IMG_CONTEXT> world", 300),
+    "internvl-min2-max12": (_internvl(min_patches=2, max_patches=12), "hello <IMG_CONTEXT> world", 300),
 }
 
 

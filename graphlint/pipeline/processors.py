@@ -240,11 +240,10 @@ def _image_token(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[str, An
     tc, pc, model = files.get(TOKENIZER) or {}, files.get(PROCESSOR) or {}, files.get(MODEL) or {}
     token = t_proc["image_token"]
     if not t_proc.get("image_token_fixed"):
-        extra = tc.get("extra_special_tokens")
+        extra, name = tc.get("extra_special_tokens"), t_proc.get("tokenizer_key", "image_token")
         found = [
-            (TOKENIZER, "image_token", tc.get("image_token")),
-            (TOKENIZER, "extra_special_tokens.image_token", extra.get("image_token") if isinstance(extra, Mapping)
-             else None),
+            (TOKENIZER, name, tc.get(name)),
+            (TOKENIZER, f"extra_special_tokens.{name}", extra.get(name) if isinstance(extra, Mapping) else None),
             (PROCESSOR, "image_token", pc.get("image_token")),
         ]
         for file, key, v in found:
@@ -301,6 +300,10 @@ def _samples(arith: str, p: Mapping[str, Any]) -> list[tuple[int, int]]:
         base = min(min(x) for x in pins)
         scales = [base // 2, base, 2 * base]
         extra = [(h, w) for h, w in pins] + [(h // 2 + 1, w // 2) for h, w in pins] + [(base * 3, base // 2)]
+    elif arith == "tiles":
+        th = int(p["size"]["height"])
+        scales = [th // 2, th, 2 * th, 4 * th]
+        extra = [(th, th * p["max_patches"]), (th * 2, th * 3), (th * 3, th * 2), (th, th * 2 + 1), (th * 5, th)]
     else:
         size = p.get("crop_size") if p.get("do_center_crop") and p.get("crop_size") else p["size"]
         base = int(size.get("height") or size.get("shortest_edge") or 224)

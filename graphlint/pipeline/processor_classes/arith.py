@@ -220,8 +220,36 @@ def pan_and_scan(h: int, w: int, p: Params) -> Layout:
     return Layout((1 + crops, _channels(p), th, tw), tile=(th, tw), tiles=1 + crops, crops=crops)
 
 
+# --- InternVL (GotOcr2ImageProcessor's crop_to_patches) ---
+
+
+def tiled_canvas(h: int, w: int, size: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
+    """image_processing_pil_got_ocr2.get_optimal_tiled_canvas: (columns, rows) nearest the image's aspect."""
+    grids = sorted(((c, r) for c in range(1, hi + 1) for r in range(1, hi + 1) if lo <= c * r <= hi),
+                   key=lambda g: g[0] * g[1])
+    aspect, area = w / h, w * h
+    best, best_diff = (1, 1), float("inf")
+    for g in grids:
+        diff = abs(aspect - g[0] / g[1])
+        if diff < best_diff:
+            best, best_diff = g, diff
+        elif diff == best_diff and area > 0.5 * size[0] * size[1] * g[0] * g[1]:
+            best = g  # a tie goes to more tiles while the image covers more than half their area
+    return best
+
+
+def tiles(h: int, w: int, p: Params) -> Layout:
+    th, tw = int(p["size"]["height"]), int(p["size"]["width"])
+    n = 1
+    if p.get("crop_to_patches") and p["max_patches"] > 1:
+        cols, rows = tiled_canvas(h, w, (th, tw), p["min_patches"], p["max_patches"])
+        n = cols * rows + (cols * rows != 1)  # plus the thumbnail when there is more than one tile
+    return Layout((n, _channels(p), th, tw), tile=(th, tw), tiles=n)
+
+
 ARITH: dict[str, Callable[[int, int, Params], Layout]] = {
     "crop": crop, "anyres": anyres, "smart_resize": qwen2vl, "split": split, "pan_and_scan": pan_and_scan,
+    "tiles": tiles,
 }
 
 # --- placeholder tokens per processor ---
@@ -252,10 +280,15 @@ def _crops(h: int, w: int, lay: Layout, p: Params) -> int:
     return p["image_seq_length"] * (1 + lay.crops)
 
 
+def _per_tile(h: int, w: int, lay: Layout, p: Params) -> int:
+    return p["image_seq_length"] * lay.tiles
+
+
 def _fixed(h: int, w: int, lay: Layout, p: Params) -> int:
     return p["image_seq_length"]
 
 
 TOKENS: dict[str, Callable[[int, int, Layout, Params], int]] = {
     "llava": _llava, "llava_next": _llava_next, "grid": _grid, "tiles": _tiles, "crops": _crops, "fixed": _fixed,
+    "per_tile": _per_tile,
 }
