@@ -27,7 +27,7 @@ __all__ = ["FixResult", "Report", "check", "fix", "lint_run"]
 
 @dataclass
 class Report:
-    """The findings of one ``check`` over one model for one or more targets."""
+    """The findings of one ``check`` over one model (or one deployment folder) for one or more targets."""
 
     run: Run
     _scratch: Any = field(default=None, repr=False)  # the TemporaryDirectory of an in-memory model
@@ -46,6 +46,12 @@ class Report:
     def failures(self) -> list[LoadFailure]:
         """Models graphlint could not read at all (the command line exits 2 for them)."""
         return list(self.run.failures)
+
+    @property
+    def pipelines(self) -> list[Any]:
+        """A deployment folder's pipelines, one result per target (graphlint.pipeline.engine.PipelineResult:
+        ``pipeline`` with its stages and edges, ``contracts`` with each edge's verdict, ``findings``)."""
+        return list(self.run.pipelines)
 
     @property
     def ok(self) -> bool:

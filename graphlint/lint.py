@@ -137,10 +137,9 @@ def skipped(paths: list[str], explicit: list[Target]) -> list[str]:
     kinds: dict[str, int] = {}
     for p in paths:
         kinds[model_kind(p)] = kinds.get(model_kind(p), 0) + 1
-    dialect = {"onnx": "onnx", "openvino": "openvino"}
     for kind, n in sorted(kinds.items()):
-        left = sorted({t.spec for t in explicit if dialect[kind] not in t.dialects})
-        if left and len(left) < len({t.spec for t in explicit}):
+        left = sorted({t.spec for t in explicit if _DIALECT[kind] not in t.dialects})
+        if left and len(kinds) + (len(left) < len(explicit)) > 1:
             noun = "OpenVINO IR file" if kind == "openvino" else "ONNX file"
             notes.append(f"Skipped: {', '.join(left)} for {n} {noun}{'s' if n != 1 else ''} "
                          f"(the target{'s' if len(left) != 1 else ''} cannot take {kind} models).")
@@ -189,11 +188,19 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
     paths, pipelines = expand_folders(paths)
+    every = paths + [p for pipe in pipelines for p in pipe.paths]
+    notes = skipped(every, explicit)
+    if explicit and (pipelines or len({model_kind(p) for p in paths}) > 1):
+        # a mixed run: a file no requested target takes is skipped (said in the notes), not an error
+        paths = [p for p in paths if any(_DIALECT[model_kind(p)] in t.dialects for t in explicit)]
     run = _lint_files(paths, explicit, rules, opts)
     for pipe in pipelines:
         _lint_pipeline(pipe, explicit, rules, opts, run)
-    run.notes[:0] = skipped(paths + [p for pipe in pipelines for p in pipe.paths], explicit)
+    run.notes[:0] = notes
     return run
+
+
+_DIALECT = {"onnx": "onnx", "openvino": "openvino"}  # file kind -> the IR dialect its loader makes
 
 
 def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
@@ -224,7 +231,9 @@ def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], o
         opts.on_model(pipe.folder)
 
     def targets_for(model: Any) -> list[Target]:
-        return taking(explicit or [resolve(DEFAULT_TARGET[model.format])], model.dialect, model.path, model.format)
+        if not explicit:
+            return [resolve(DEFAULT_TARGET[model.format])]
+        return [t for t in explicit if model.dialect in t.dialects]  # none: skipped, said in the notes
 
     def configure(path: str, target: Target) -> tuple[Target, dict[str, Any]]:
         return _configure(path, target, opts)

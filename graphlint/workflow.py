@@ -213,11 +213,24 @@ def _target_name(spec: str) -> str:
     return spec.split("@", 1)[0]
 
 
+class PipelineAnchors:
+    """Anchors of a pipeline's findings: the config key or stage and the edge they are about (a
+    pipeline has no graph of its own to anchor in)."""
+
+    def of(self, f: Finding) -> str:
+        p = f.properties
+        return f"p:{p.get('pipeline', '')}|{f.value or ''}|{f.node or ''}|{p.get('edge', '')}|{p.get('pair', '')}"
+
+
+def anchored(run: Run) -> list[tuple[Any, Any]]:
+    """(anchors, result) for every model result, then every pipeline result."""
+    return [*((Anchors(res.model), res) for res in run.results), *((PipelineAnchors(), p) for p in run.pipelines)]
+
+
 def baseline_entries(run: Run, base: str) -> list[dict[str, Any]]:
     """Unsuppressed findings of ``run`` as baseline entries, paths relative to ``base``."""
     entries = []
-    for res in run.results:
-        anchors = Anchors(res.model)
+    for anchors, res in anchored(run):
         for f in res.findings:
             if f.suppressed:
                 continue
@@ -273,8 +286,7 @@ def apply_baseline(run: Run, path: str) -> tuple[int, int]:
     label = f"in baseline {os.path.basename(path)}"
     linted = set()
     anchors_used: Counter = Counter()
-    for res in run.results:
-        anchors = Anchors(res.model)
+    for anchors, res in anchored(run):
         for f in res.findings:
             if f.suppressed:
                 continue
@@ -287,7 +299,9 @@ def apply_baseline(run: Run, path: str) -> tuple[int, int]:
                 matched += 1
             else:
                 pending.append((f, key))
-        linted.add((_model_key(res.model.path, base), res.target.name))
+        linted.update((_model_key(f.model, base), res.target.name) for f in res.findings)
+        if hasattr(res, "model"):
+            linted.add((_model_key(res.model.path, base), res.target.name))
     # second pass: entries left unmatched by anchor, matched by node name (edits upstream of the node)
     for e in entries:
         k = (e["model"], e.get("target", ""), e["rule"], e["anchor"])
@@ -309,8 +323,8 @@ def apply_baseline(run: Run, path: str) -> tuple[int, int]:
 
 def apply_suppressions(run: Run, suppressions: list[Suppression]) -> list[Suppression]:
     """Mark findings matched by configuration or in-model suppressions; return those unused."""
-    for res in run.results:
-        in_model = model_suppressions(res.model)
+    for res in run.all_results():
+        in_model = model_suppressions(res.model) if hasattr(res, "model") else []
         for f in res.findings:
             if f.suppressed:
                 continue

@@ -10,9 +10,10 @@ from graphlint.pipeline.contracts import Contracts, expected_rows
 from graphlint.rule import Finding, Rule, Severity
 
 # the processor facts that decide the token count, in the order a message names them
-TOKEN_KEYS = ("image_seq_length", "num_image_tokens", "mm_tokens_per_image", "image_seq_len", "merge_size",
-              "patch_size", "size", "image_grid_pinpoints", "min_pixels", "max_pixels", "max_image_size",
-              "scale_factor")
+TOKEN_KEYS = ("image_seq_length", "num_image_tokens", "mm_tokens_per_image", "image_seq_len",
+              "num_additional_image_tokens", "vision_feature_select_strategy", "merge_size", "patch_size",
+              "temporal_patch_size", "size", "crop_size", "image_grid_pinpoints", "min_pixels", "max_pixels",
+              "max_image_size", "scale_factor")
 
 
 class ImageTokensVsFeatures(Rule):
@@ -72,13 +73,18 @@ class ImageTokensVsFeatures(Rule):
         bad = [f for f in c.feeds if not f.conflict and f.rows is not None and f.rows != expected_rows(proc, f.feed)]
         if bad:
             f = bad[0]
-            where = f" ({ref.file} '{ref.key}' = {ref.value!r})" if ref is not None else ""
+            read = [proc.keys[k] for k in TOKEN_KEYS if k in proc.keys]
+            where = (" (from " + ", ".join(f"{r.file} {r.key} = {r.value!r}" for r in read[:4]) + ")") if read else ""
             more = f"; {len(bad) - 1} more of the {len(c.feeds)} sizes checked disagree" if len(bad) > 1 else ""
             want = expected_rows(proc, f.feed)
             need = ("" if want == f.feed.tokens else
                     f" where the runtime needs {want} rows to pack into those {f.feed.tokens} positions")
+            which = ("For every image size (a " if len(bad) == len(c.feeds) else "For a ") + P.size_text(f.feed.image)
+            which += " image)" if len(bad) == len(c.feeds) else " image"
+            if len(bad) == len(c.feeds):
+                more = ""
             yield ctx.finding(
-                f"For a {P.size_text(f.feed.image)} image the processor ({proc.cls}) inserts {f.feed.tokens} image "
+                f"{which} the processor ({proc.processor_cls or proc.cls}) inserts {f.feed.tokens} image "
                 f"tokens{where} and feeds {P.shape_text(f.feed.pixel_values)}, but the vision side "
                 f"({' -> '.join(c.chain)}) emits {f.rows} rows there{need}{more}: 'Image features and image tokens "
                 f"do not match' (or, with fewer tokens than rows, silently wrong output).",

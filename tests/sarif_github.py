@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 from tests.conftest import SARIF_SCHEMA
 
 BINARY = (".onnx", ".bin", ".data", ".pb")
-TEXT = (".xml", ".py")  # the IR's XML, and the Python line that made a node (docs/origins.md)
+TEXT = (".xml", ".py", ".json", ".toml")  # IR XML, the Python line that made a node, a pipeline's configs
 LEVELS = ("note", "warning", "error")
 _AT_LINE = re.compile(r"\bat line (\d+)\b")
 

@@ -126,8 +126,12 @@ def _partition(model: Model, sup: Support, all_components: list[list[Node]]) -> 
         for n in nodes:
             if (n.domain, n.op_type) in bad_functions:
                 rejected.add(n.index)
+    # the counts include the nodes of If/Loop/Scan bodies (a merged decoder's work is in its If),
+    # each counted with the main-graph node that holds it; islands stay main-graph nodes
+    weight = _weights(model)
+    total = len(nodes) + sum(weight.values())
     if not rejected:  # the target takes every node: the islands are the graph's components
-        return Partition([Island(True, members) for members in all_components], len(nodes), len(nodes))
+        return Partition([Island(True, members) for members in all_components], total, total)
     ok = [True] * len(nodes)
     for i in rejected:
         ok[i] = False
@@ -137,7 +141,17 @@ def _partition(model: Model, sup: Support, all_components: list[list[Node]]) -> 
         if not island.supported:  # boundaries are reported for unsupported islands only
             _boundaries(island)
         islands.append(island)
-    return Partition(islands, len(nodes), len(nodes) - len(rejected))
+    lost = len(rejected) + sum(weight.get(i, 0) for i in rejected)
+    return Partition(islands, total, total - lost)
+
+
+def _weights(model: Model) -> dict[int, int]:
+    """Main-graph node index -> how many nodes its subgraphs hold (nodes with subgraphs only)."""
+    out: dict[int, int] = {}
+    for n in model.graph.nodes:
+        if n.subgraphs:
+            out[n.index] = sum(sum(1 for _ in g.walk()) for g in n.subgraphs.values())
+    return out
 
 
 def _boundaries(island: Island) -> None:
