@@ -10,9 +10,9 @@ These modules run in the optimum-intel venv (``.venvs/optimum_intel``) and must 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,14 @@ def gemma3(d: Path, hidden: int = 48) -> Arch:
                   intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
     cfg = T.Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4, boi_token_index=6,
                          eoi_token_index=7, image_token_index=8, pad_token_id=0, bos_token_id=2, eos_token_id=3)
-    T.Gemma3ForConditionalGeneration(cfg).eval().save_pretrained(d)
+    model = T.Gemma3ForConditionalGeneration(cfg).eval()
+    # transformers initializes the projector matrix to zeros: image features would then be all zero and no
+    # preprocessing or projector seed could change the output; give it seeded random values instead
+    import torch
+
+    with torch.no_grad():
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(0.0, 0.3)
+    model.save_pretrained(d)
     ip = T.Gemma3ImageProcessor(size={"height": IMG, "width": IMG})
     T.Gemma3Processor(image_processor=ip, tokenizer=tok, image_seq_length=4,
                       chat_template=GEMMA_TEMPLATE).save_pretrained(d)

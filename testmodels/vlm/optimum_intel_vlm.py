@@ -126,6 +126,7 @@ def f16_vision(healthy: Path, dest: Path) -> None:
     src = res.input_value(0)
     names = set(src.get_names())
     cvt = ops.convert(src, "f16")
+    cvt.set_friendly_name("last_hidden_state_to_f16")  # a fixed name: rebuilds stay byte-identical
     src.get_tensor().set_names(set())
     cvt.output(0).get_tensor().set_names(names)
     res.input(0).replace_source_output(cvt.output(0))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import string
 
-WORDS = ("user assistant system what is in this image describe the a an of and to picture photo please "
-         "answer question model turn start end you are helpful yes no it there on with for color shape").split()
+WORDS = ["user", "assistant", "system", "what", "is", "in", "this", "image", "describe", "the", "a", "an", "of", "and", "to", "picture", "photo", "please", "answer", "question", "model", "turn", "start", "end", "you", "are", "helpful", "yes", "no", "it", "there", "on", "with", "for", "color", "shape"]
 
 
 def build_tokenizer(vocab_size: int, specials: list[str], *, bos: str | None, eos: str, pad: str, unk: str,
