@@ -63,6 +63,11 @@ def _no_video_processor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ProcessorMixin, "check_argument_for_proper_class", check)
 
 
+def _ip(name: str, backend: str) -> Any:
+    """transformers 5 names the torchvision-backed class plainly and the PIL one with a Pil suffix."""
+    return getattr(T, name + "Pil" if backend == "pil" else name)
+
+
 def _save(proc: Any, folder: str) -> dict[str, dict[str, Any]]:
     if getattr(proc, "video_processor", "absent") is None:  # save_pretrained cannot save a None attribute
         proc.tokenizer.save_pretrained(folder)
@@ -79,62 +84,62 @@ def _save(proc: Any, folder: str) -> dict[str, dict[str, Any]]:
     return files
 
 
-# name -> (builder, prompt placeholder, random size range)
-Case = tuple[Callable[[], Any], str, int]
+# name -> (builder taking the backend, prompt placeholder, random size range)
+Case = tuple[Callable[[str], Any], str, int]
 
 
-def _llava(**ip: Any) -> Callable[[], Any]:
-    def make() -> Any:
+def _llava(**ip: Any) -> Callable[[str], Any]:
+    def make(backend: str) -> Any:
         kw = {"size": {"shortest_edge": 32}, "crop_size": {"height": 32, "width": 32}} | ip
-        cls = T.LlavaImageProcessorPil if kw.pop("llava_cls", False) else T.CLIPImageProcessorPil
+        cls = _ip("LlavaImageProcessor" if kw.pop("llava_cls", False) else "CLIPImageProcessor", backend)
         strategy = kw.pop("strategy", "default")
         return T.LlavaProcessor(image_processor=cls(**kw), tokenizer=tiny_tokenizer(["<image>"]), patch_size=8,
                                 vision_feature_select_strategy=strategy, num_additional_image_tokens=1)
     return make
 
 
-def _llava_next(pinpoints: list[list[int]] | None = None) -> Any:
+def _llava_next(backend: str, pinpoints: list[list[int]] | None = None) -> Any:
     pinpoints = pinpoints or [[32, 64], [64, 32], [64, 64], [96, 32], [32, 96]]
-    ip = T.LlavaNextImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
+    ip = _ip("LlavaNextImageProcessor", backend)(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32},
                                       image_grid_pinpoints=pinpoints)
     return T.LlavaNextProcessor(image_processor=ip, tokenizer=tiny_tokenizer(["<image>"]), patch_size=8,
                                 vision_feature_select_strategy="default", num_additional_image_tokens=1)
 
 
-def _qwen(cls_name: str, **ip: Any) -> Callable[[], Any]:
-    def make() -> Any:
-        return getattr(T, cls_name)(image_processor=T.Qwen2VLImageProcessorPil(**ip), video_processor=None,
+def _qwen(cls_name: str, **ip: Any) -> Callable[[str], Any]:
+    def make(backend: str) -> Any:
+        return getattr(T, cls_name)(image_processor=_ip("Qwen2VLImageProcessor", backend)(**ip), video_processor=None,
                                     tokenizer=tiny_tokenizer(["<|image_pad|>", "<|video_pad|>"]))
     return make
 
 
-def _idefics(cls_name: str, ip_name: str, **ip: Any) -> Callable[[], Any]:
-    def make() -> Any:
+def _idefics(cls_name: str, ip_name: str, **ip: Any) -> Callable[[str], Any]:
+    def make(backend: str) -> Any:
         extra = {"video_processor": None} if cls_name == "SmolVLMProcessor" else {}
         kw = {"size": {"longest_edge": 96}, "max_image_size": {"longest_edge": 32}} | ip
         tok = tiny_tokenizer(["<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>", *ROW_COL])
-        return getattr(T, cls_name)(image_processor=getattr(T, ip_name)(**kw), tokenizer=tok, image_seq_len=4,
+        return getattr(T, cls_name)(image_processor=_ip(ip_name, backend)(**kw), tokenizer=tok, image_seq_len=4,
                                     **extra)
     return make
 
 
-def _gemma3() -> Any:
-    return T.Gemma3Processor(image_processor=T.Gemma3ImageProcessorPil(size={"height": 32, "width": 32}),
+def _gemma3(backend: str) -> Any:
+    return T.Gemma3Processor(image_processor=_ip("Gemma3ImageProcessor", backend)(size={"height": 32, "width": 32}),
                              tokenizer=tiny_tokenizer([], GEMMA3_TOKENS), image_seq_length=5)
 
 
-def _paligemma() -> Any:
-    ip = T.SiglipImageProcessorPil(size={"height": 32, "width": 32})
+def _paligemma(backend: str) -> Any:
+    ip = _ip("SiglipImageProcessor", backend)(size={"height": 32, "width": 32})
     ip.image_seq_length = 16
     return T.PaliGemmaProcessor(image_processor=ip, tokenizer=tiny_tokenizer([]))
 
 
-def _internvl(**ip: Any) -> Callable[[], Any]:
-    def make() -> Any:
+def _internvl(**ip: Any) -> Callable[[str], Any]:
+    def make(backend: str) -> Any:
         named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
                  "video_token": "<video>"}
         kw = {"size": {"height": 32, "width": 32}, "max_patches": 6} | ip
-        return T.InternVLProcessor(image_processor=T.GotOcr2ImageProcessorPil(**kw), video_processor=None,
+        return T.InternVLProcessor(image_processor=_ip("GotOcr2ImageProcessor", backend)(**kw), video_processor=None,
                                    tokenizer=tiny_tokenizer([], named), image_seq_length=3)
     return make
 
@@ -145,7 +150,7 @@ CASES: dict[str, Case] = {
     "llava-pad-square": (_llava(llava_cls=True, do_pad=True, do_center_crop=False), "hello <image> world", 160),
     "llava-next": (_llava_next, "hello <image> world", 300),
     # the largest pinpoint first: small images fit all of them and the least waste decides
-    "llava-next-big-first": (lambda: _llava_next([[64, 96], [64, 64], [32, 64], [64, 32], [96, 32], [32, 96]]),
+    "llava-next-big-first": (lambda backend: _llava_next(backend, [[64, 96], [64, 64], [32, 64], [64, 32], [96, 32], [32, 96]]),
                              "hello <image> world", 300),
     "qwen2-vl": (_qwen("Qwen2VLProcessor", min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64),
                  "hello <|image_pad|> world", 600),
@@ -153,10 +158,10 @@ CASES: dict[str, Case] = {
                          patch_size=14, merge_size=2), "hello <|image_pad|> world", 400),
     "qwen2-vl-patch16-merge1": (_qwen("Qwen2VLProcessor", patch_size=16, merge_size=1, min_pixels=64 * 64,
                                       max_pixels=256 * 256), "hello <|image_pad|> world", 500),
-    "idefics3": (_idefics("Idefics3Processor", "Idefics3ImageProcessorPil"), "hello <image> world", 300),
-    "idefics3-no-split": (_idefics("Idefics3Processor", "Idefics3ImageProcessorPil", do_image_splitting=False),
+    "idefics3": (_idefics("Idefics3Processor", "Idefics3ImageProcessor"), "hello <image> world", 300),
+    "idefics3-no-split": (_idefics("Idefics3Processor", "Idefics3ImageProcessor", do_image_splitting=False),
                           "hello <image> world", 300),
-    "smolvlm": (_idefics("SmolVLMProcessor", "SmolVLMImageProcessorPil", size={"longest_edge": 128}),
+    "smolvlm": (_idefics("SmolVLMProcessor", "SmolVLMImageProcessor", size={"longest_edge": 128}),
                 "hello <image> world", 300),
     "gemma3": (_gemma3, "hello <start_of_image> world", 200),
     "paligemma": (_paligemma, "<image>hello world", 200),
@@ -201,13 +206,24 @@ def _compare(real: Any, proc: Processor, sizes: list[tuple[int, int]], prompt: s
     return len(sizes)
 
 
+def _backend(backend: str) -> None:
+    if backend == "torchvision":
+        from transformers.utils import is_torchvision_available
+
+        if not is_torchvision_available():
+            pytest.skip("torchvision is not installed: the index's torchvision does not load with the dev venv's torch "
+                        "2.13; the PIL backend is the reference here")
+
+
+@pytest.mark.parametrize("backend", ["pil", "torchvision"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_feeds_match_transformers(name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_feeds_match_transformers(name: str, backend: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _backend(backend)
     if name.startswith("smolvlm"):
         pytest.importorskip("num2words", reason="transformers' SmolVLMProcessor refuses to start without num2words")
     _no_video_processor(monkeypatch)
     make, prompt, hi = CASES[name]
-    real = make()
+    real = make(backend)
     files = _save(real, str(tmp_path))
     assert unknown_class(files) is None
     proc = read_processor(files)
@@ -221,7 +237,7 @@ def test_feeds_match_transformers(name: str, tmp_path: Any, monkeypatch: pytest.
 
 def test_layouts_read_alike(tmp_path: Any) -> None:
     """transformers 5 nests the image processor in processor_config.json; 4 writes preprocessor_config.json."""
-    files = _save(_llava_next(), str(tmp_path))
+    files = _save(_llava_next("pil"), str(tmp_path))
     nested = files["processor_config.json"]
     flat = dict(files)
     flat["preprocessor_config.json"] = nested["image_processor"]
@@ -237,7 +253,7 @@ def test_layouts_read_alike(tmp_path: Any) -> None:
 
 def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
     """patch_size / strategy / image token id from config.json when the processor config lacks them."""
-    files = _save(_llava()(), str(tmp_path))
+    files = _save(_llava()("pil"), str(tmp_path))
     pc = files["processor_config.json"]
     for key in ("patch_size", "vision_feature_select_strategy"):
         pc.pop(key)
@@ -253,7 +269,7 @@ def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
 def test_gemma3_pan_and_scan(tmp_path: Any) -> None:
     """Gemma3Processor switches pan-and-scan off whatever the image processor config says; on at call time,
     graphlint's crop arithmetic must match too."""
-    real = _gemma3()
+    real = _gemma3("pil")
     real.image_processor.do_pan_and_scan = True  # saved in the config, overridden by the processor
     files = _save(real, str(tmp_path))
     proc = read_processor(files)
