@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from graphlint_rules import _pipeline as P
 
+from graphlint.pipeline import runtimes
 from graphlint.pipeline.contracts import Contracts, expected_rows
 from graphlint.rule import Finding, Rule, Severity
 
@@ -55,10 +56,19 @@ class ImageTokensVsFeatures(Rule):
     def check_pipeline(self, ctx) -> Iterator[Finding]:
         c: Contracts = ctx.contracts
         merge = c.merge_edge()
-        if merge is None or c.processor is None or not c.feeds:
+        if merge is None or c.processor is None:
             return
         edge = merge.edge.describe()
         proc = c.processor
+        if c.processor_failures:
+            sizes = sorted(c.processor_failures)
+            said = ", ".join(P.size_text(s) for s in sizes[:4]) + (" ..." if len(sizes) > 4 else "")
+            yield ctx.finding(
+                f"The processor ({proc.processor_cls or proc.cls}) itself fails for {len(sizes)} of the image sizes "
+                f"checked ({said}): {c.processor_failures[sizes[0]]}, computed with the arithmetic of its "
+                f"transformers class ({proc.source.split(';')[0]}).",
+                config=next(iter(proc.keys.values())).file if proc.keys else None, edge=edge,
+                **P.basis("processor-fails"))
         ref = P.key_of(proc, *TOKEN_KEYS)
         frozen = [f for f in c.feeds if f.conflict]
         if frozen:
@@ -91,8 +101,24 @@ class ImageTokensVsFeatures(Rule):
                 config=ref.file if ref is not None else None, key=ref.key if ref is not None else None,
                 stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, rows=f.rows, expected_rows=want,
                 image=list(f.feed.image), **P.basis("image-tokens-rows"))
+        packed = []  # where the runtime's own code makes the features from the rows (runtimes.py)
+        for f in c.feeds:
+            got = None if f.conflict or f in bad else runtimes.features(c.pipeline, f.feed.image)
+            if got is not None and got[0] != f.feed.tokens:
+                packed.append((f, *got))
+        if packed:
+            f, n, why = packed[0]
+            sizes = ", ".join(P.size_text(x.feed.image) for x, _, _ in packed[:4]) + (" ..." if len(packed) > 4 else "")
+            yield ctx.finding(
+                f"For a {P.size_text(f.feed.image)} image the processor ({proc.processor_cls or proc.cls}) inserts "
+                f"{f.feed.tokens} image tokens but the runtime makes {n} image features: {why}. "
+                f"{len(packed)} of the {len(c.feeds)} sizes checked disagree ({sizes}): the merge fails "
+                "('Number of elements of source < number of ones in mask') or the output is silently wrong.",
+                config="config.json", key=runtimes.entry(c.pipeline)["pinpoints"].split(":", 1)[1],
+                stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, features=n, image=list(f.feed.image),
+                **P.basis("image-tokens-rows"))
         unknown = [f for f in c.feeds if not f.conflict and f.rows is None]
-        if unknown and not bad and not frozen and len(unknown) == len(c.feeds):
+        if unknown and not bad and not frozen and not packed and len(unknown) == len(c.feeds):
             yield ctx.finding(
                 f"Whether the vision side emits one row per image token cannot be told statically: "
                 f"{unknown[0].unknown}; only a run at the processor's sizes shows it.",

@@ -64,6 +64,7 @@ class Contracts:
     edges: list[EdgeFacts]
     feeds: list[FeedFacts]
     chain: list[str]  # vision-side stage names, in feeding order, ending at the merge edge
+    processor_failures: dict[tuple[int, int], str] = field(default_factory=dict)  # source size -> error
 
     def merge_edge(self) -> EdgeFacts | None:
         return next((e for e in self.edges if e.edge.merge), None)
@@ -82,13 +83,11 @@ def _names(v: Value) -> tuple[str, ...]:
     return tuple(n.strip() for n in str(raw).split(",") if n.strip())
 
 
-def fed_inputs(stages: dict[str, StageModel], pipeline: Pipeline, processor: Any) -> dict[str, dict[str, list[Shape]]]:
+def fed_inputs(stages: dict[str, StageModel], pipeline: Pipeline, fed: Feeds) -> dict[str, dict[str, list[Shape]]]:
     """Per stage, per input: every shape the processor feeds it (vision stages' ``pixel_values``
     and the other image tensors the processor makes, under their own names)."""
     out: dict[str, dict[str, list[Shape]]] = {}
-    if processor is None:
-        return out
-    feeds = distinct_feeds(processor)
+    feeds = fed.feeds
     for stage in pipeline.by_role(VISION):
         sm = stages.get(stage.name)
         if sm is None:
@@ -122,24 +121,42 @@ def _stage_feed(model: Model, feed: Any) -> dict[str, Shape]:
     return out
 
 
-def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unknown_processor: str | None) -> Contracts:
+def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unknown_processor: str | None,
+          fed: Feeds) -> Contracts:
     edges = [_resolve(e, stages) for e in pipeline.edges]
     chain = _vision_chain(pipeline)
-    c = Contracts(pipeline, stages, processor, unknown_processor, edges, [], chain)
+    c = Contracts(pipeline, stages, processor, unknown_processor, edges, [], chain, fed.failures)
     if processor is not None and chain and all(s in stages for s in chain):
-        c.feeds = [_through_chain(c, feed) for feed in distinct_feeds(processor)]
+        c.feeds = [_through_chain(c, feed) for feed in fed.feeds]
     return c
 
 
-def distinct_feeds(processor: Any) -> list[Any]:
-    """The processor's feeds for its sample sizes, one per distinct (tensors, tokens): many source sizes
-    crop or resize to the same tensors, and the graphs need evaluating once for each."""
-    out: dict[tuple, Any] = {}
-    for feed in processor.feeds(processor.sample_sizes()):
-        key = (feed.pixel_values, feed.tokens, feed.rows, tuple(sorted(feed.extras.items())),
-               tuple(sorted(feed.values.items())))
-        out.setdefault(key, feed)
-    return list(out.values())
+@dataclass
+class Feeds:
+    """What the processor feeds, computed once per pipeline: one feed per distinct (tensors, tokens) over
+    its sample sizes (many source sizes crop or resize to the same tensors), and the sizes at which its
+    own arithmetic raises, as transformers' raises there too (a LLaVA-NeXT grid that rounds to zero)."""
+
+    feeds: list[Any] = field(default_factory=list)
+    failures: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, processor: Any) -> Feeds:
+        out = cls()
+        if processor is None:
+            return out
+        distinct: dict[tuple, Any] = {}
+        for size in processor.sample_sizes():
+            try:
+                (feed,) = processor.feeds([size])
+            except (ArithmeticError, ValueError, IndexError, KeyError) as e:
+                out.failures[tuple(size)] = f"{type(e).__name__}: {e}"
+                continue
+            key = (feed.pixel_values, feed.tokens, feed.rows, tuple(sorted(feed.extras.items())),
+                   tuple(sorted(feed.values.items())))
+            distinct.setdefault(key, feed)
+        out.feeds = list(distinct.values())
+        return out
 
 
 def expected_rows(processor: Any, feed: Any) -> int:

@@ -16,7 +16,7 @@ from graphlint.engine import LintResult, run_rules
 from graphlint.errors import GraphlintError, InputError
 from graphlint.load import load_with_background
 from graphlint.pipeline import Pipeline
-from graphlint.pipeline.contracts import StageModel, build, fed_inputs
+from graphlint.pipeline.contracts import Feeds, StageModel, build, fed_inputs
 from graphlint.pipeline.engine import PipelineResult, run_pipeline_rules
 from graphlint.rule import Rule
 from graphlint.target import Target
@@ -54,7 +54,8 @@ def lint_pipeline(pipe: Pipeline, targets_for, rules: list[type[Rule]], configur
             stages[st.name] = StageModel(model, Analyses(model, background))
             timings[f"load:{st.name}"] = time.perf_counter() - t0
         processor, unknown = read_processor(pipe)
-        fed = fed_inputs(stages, pipe, processor)
+        feeds = Feeds.of(processor)
+        fed = fed_inputs(stages, pipe, feeds)
         results: list[LintResult] = []
         used: dict[str, Target] = {}
         for st in pipe.stages:
@@ -72,7 +73,7 @@ def lint_pipeline(pipe: Pipeline, targets_for, rules: list[type[Rule]], configur
                 used.setdefault(target.spec, target)
             attach(sm.analyses, mine)
             results.extend(mine)
-        contracts = build(pipe, stages, processor, unknown)
+        contracts = build(pipe, stages, processor, unknown, feeds)
         piped = []
         for target in used.values():
             _, options = configure(pipe.folder, target)
