@@ -175,11 +175,14 @@ def _sizes(proc: Processor, hi: int, seed: int) -> list[tuple[int, int]]:
     return proc.sample_sizes() + [(rng.randint(8, hi), rng.randint(8, hi)) for _ in range(25)]
 
 
-def _image(h: int, w: int, seed: int) -> np.ndarray:
+def _image(h: int, w: int, seed: int) -> Any:
+    """A PIL image as users pass them (a numpy array 3 pixels high reads as channels-first)."""
+    from PIL import Image
+
     # extremes in every channel so the value range is exercised, noise elsewhere
     img = np.random.default_rng(seed).integers(0, 256, size=(h, w, 3), dtype=np.uint8)
     img[0, 0], img[-1, -1] = 0, 255
-    return img
+    return Image.fromarray(img)
 
 
 IMAGE_KEYS = {"pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask"}
@@ -233,6 +236,54 @@ def test_feeds_match_transformers(name: str, backend: str, tmp_path: Any, monkey
     assert "transformers v5.25.0" in proc.source
     n = _compare(real, proc, _sizes(proc, hi, seed=len(name)), prompt)
     assert n >= 40
+
+
+FOLDERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testmodels", "vlm")
+
+
+def _folders() -> list[str]:
+    out = []
+    for layout in ("optimum_intel", "hand"):
+        root = os.path.join(FOLDERS, layout)
+        if os.path.isdir(root):
+            out += sorted(f"{layout}/{d}" for d in os.listdir(root)
+                          if os.path.isfile(os.path.join(root, d, "tokenizer_config.json")))
+    return out
+
+
+def _load_without_video(path: str, files: dict[str, dict[str, Any]], name: str) -> Any:
+    """The folder's processor (class `name`) built from its parts with no video processor (needs torchvision)."""
+    import inspect
+
+    cls = getattr(T, name)
+    pc = files.get("processor_config.json", {})
+    params = inspect.signature(cls.__init__).parameters
+    kw = {k: v for k, v in pc.items() if k in params and k not in ("image_processor", "tokenizer", "video_processor")}
+    return cls(image_processor=T.AutoImageProcessor.from_pretrained(path),
+               tokenizer=T.AutoTokenizer.from_pretrained(path), video_processor=None, **kw)
+
+
+@pytest.mark.parametrize("folder", _folders())
+def test_real_folders(folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed VLM deployment folders (optimum-intel exports, hand exports): their own processor."""
+    path = os.path.join(FOLDERS, folder)
+    files = {}
+    for name in os.listdir(path):
+        if name.endswith(".json"):
+            with open(os.path.join(path, name)) as f:
+                files[name] = json.load(f)
+    proc = read_processor(files)
+    assert proc is not None, sorted(files)
+    try:
+        real = T.AutoProcessor.from_pretrained(path)
+    except ImportError:  # Qwen2-VL's / SmolVLM's video processor needs torchvision: images never use it
+        if proc.processor_cls == "SmolVLMProcessor":
+            pytest.importorskip("num2words", reason="transformers' SmolVLMProcessor refuses to start without it")
+        _no_video_processor(monkeypatch)
+        real = _load_without_video(path, files, proc.processor_cls)
+    placeholder = getattr(real, "boi_token", None) or real.image_token
+    hi = max(max(s) for s in proc.sample_sizes())
+    assert _compare(real, proc, _sizes(proc, hi, seed=7), f"hello {placeholder} world") >= 40
 
 
 def test_layouts_read_alike(tmp_path: Any) -> None:
