@@ -90,6 +90,7 @@ def test_stage_facts(fid: str, tmp_path: Path):
     entry = FOLDERS[fid]
     folder = _folder(entry, tmp_path)
     files = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(folder.iterdir()) if f.is_file()}
+    assert "files_sha256" in entry, f"{fid}: truth entry without files_sha256 (truth_optimum_intel.files_sha256)"
     assert files == entry["files_sha256"], "the folder changed since truth.json was made: rebuild the truth"
     lm_model = _CORE.read_model(str(folder / "openvino_language_model.xml"))
     embeds = lm_model.input("inputs_embeds")

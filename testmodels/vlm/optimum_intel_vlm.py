@@ -66,6 +66,11 @@ def all_archs() -> tuple[dict[str, Builder], dict[str, dict[str, Builder]]]:
     return archs, variants
 
 
+def elsewhere() -> dict[str, str]:
+    """Archs whose module exports them in another venv (its VENV): here only the pinned venv's refusal is recorded."""
+    return {a: f"{m.__name__}.build in {m.VENV}" for m in arch_modules() if getattr(m, "VENV", None) for a in m.ARCHS}
+
+
 def export_cmd(src: Path, out: Path) -> list[str]:
     cli = str(Path(sys.executable).with_name("optimum-cli"))
     return [cli, "export", "openvino", "--task", "image-text-to-text", "--weight-format", "fp32",
@@ -148,8 +153,9 @@ def main(argv: list[str]) -> None:
     record.setdefault("export_failures", {})
     record["skipped"] = SKIPPED
     record["tools"] = {t: md.version(t) for t in TOOLS}
+    other = elsewhere()
     jobs = [(name, name, b) for name, b in archs.items()]
-    jobs += [(name, f"{name}.{v}", b) for name in archs for v, b in variants.get(name, {}).items()]
+    jobs += [(name, f"{name}.{v}", b) for name in archs if name not in other for v, b in variants.get(name, {}).items()]
     with tempfile.TemporaryDirectory(prefix="vlm_oi_") as tmp, ThreadPoolExecutor(JOBS) as pool:
         work = Path(tmp)
         futs = {key: pool.submit(export, key, b, work) for _, key, b in jobs}
@@ -158,7 +164,12 @@ def main(argv: list[str]) -> None:
             arch_name, _, variant = key.partition(".")
             print(key, rec, file=sys.stderr, flush=True)
             if arch is None:
+                if key in other:
+                    rec["venv"], rec["built_by"] = ".venvs/optimum_intel", other[key]
                 record["export_failures"][key] = rec
+                continue
+            if key in other:  # this venv exported it after all: its own builder still owns the folder
+                record["export_failures"].pop(key, None)
                 continue
             record["export_failures"].pop(key, None)
             if variant:

@@ -230,6 +230,11 @@ def reference(builder: Any, healthy: Path, arch: dict, image_token_id: int) -> d
     return out
 
 
+def files_sha256(folder: Path) -> dict[str, str]:
+    """What the truth ran: tests/test_vlm_corpus.py fails when a folder's files no longer match."""
+    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(folder.iterdir()) if f.is_file()}
+
+
 def verdict(runs: list[dict]) -> str:
     return max((r["outcome"] for r in runs), key=RANK.__getitem__, default="ok")
 
@@ -242,15 +247,13 @@ def main(argv: list[str]) -> None:
     build = json.loads((ROOT / "build.json").read_text())
     builders, _ = all_archs()
     names = [a for a in (argv or sorted(build["archs"])) if a in build["archs"]]
-    truth = json.loads(TRUTH.read_text()) if TRUTH.exists() else {}
+    truth: dict[str, Any] = {}
     tools = {t: md.version(t) for t in ("optimum-intel", "optimum", "openvino", "transformers", "torch",
                                         "tokenizers", "pillow")}
     truth.update({"layouts": sorted(set(truth.get("layouts", [])) | {LAYOUT}),
                   "tolerance": f"wrong if max |logits[-1] - ref[-1]| > {TOL_ABS} + {TOL_REL} * max |ref[-1]|",
                   "ov_config": OV_CONFIG})
-    truth.setdefault("export_failures", {}).update(build.get("export_failures", {}))
-    truth.setdefault("skipped", {}).update(build.get("skipped", {}))
-    folders = truth.setdefault("folders", {})
+    folders: dict[str, dict] = {}
     all_seeds = S.load()
     t_all = time.time()
     for name in names:
@@ -274,8 +277,7 @@ def main(argv: list[str]) -> None:
                                 "seed": seed["id"] if seed else None, "class": seed["class"] if seed else None,
                                 "heldout": bool(seed["heldout"]) if seed else False, "runs": runs,
                                 "verdict": verdict(runs), "tools": tools, "seconds": round(time.time() - t1, 1),
-                                "files_sha256": {f.name: hashlib.sha256(f.read_bytes()).hexdigest()
-                                                 for f in sorted(folder.iterdir()) if f.is_file()}}
+                                "files_sha256": files_sha256(folder)}
                 print(f"{fid:45s} {folders[fid]['verdict']:6s} "
                       + " ".join(f"{r['image'][0]}x{r['image'][1]}:{r['outcome']}" for r in runs), flush=True)
         # what a seed changed: its outcome where the healthy folder's run at the same image size was ok
@@ -287,7 +289,13 @@ def main(argv: list[str]) -> None:
             on_ok = [r for r in entry["runs"] if r["healthy_outcome"] == "ok"]
             entry["seed_verdict"] = verdict(on_ok) if on_ok else None
         print(f"{name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    TRUTH.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+    # re-read just before writing: other arch modules' truth runs merge into the same file
+    old = json.loads(TRUTH.read_text()) if TRUTH.exists() else {}
+    truth["layouts"] = sorted(set(old.get("layouts", [])) | set(truth["layouts"]))
+    for key in ("export_failures", "skipped"):
+        truth[key] = {**old.get(key, {}), **build.get(key, {})}
+    truth["folders"] = {**old.get("folders", {}), **folders}
+    TRUTH.write_text(json.dumps({**old, **truth}, indent=1, sort_keys=True) + "\n")
     print(f"truth: {time.time() - t_all:.0f} s", file=sys.stderr)
 
 
