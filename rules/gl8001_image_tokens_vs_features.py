@@ -73,7 +73,7 @@ class ImageTokensVsFeatures(Rule):
         frozen = [f for f in c.feeds if f.conflict]
         if frozen:
             f = frozen[0]
-            sizes = ", ".join(P.size_text(x.feed.image) for x in frozen[:4]) + (" ..." if len(frozen) > 4 else "")
+            sizes = ", ".join(_said(x) for x in frozen[:4]) + (" ..." if len(frozen) > 4 else "")
             fed = ", ".join(f"'{k}' {P.shape_text(v)}" for k, v in f.fed.get(f.conflict_stage, {}).items())
             yield ctx.finding(
                 f"Stage '{f.conflict_stage}' cannot run at what the processor ({proc.cls}) feeds for "
@@ -89,7 +89,7 @@ class ImageTokensVsFeatures(Rule):
             want = expected_rows(proc, f.feed)
             need = ("" if want == f.feed.tokens else
                     f" where the runtime needs {want} rows to pack into those {f.feed.tokens} positions")
-            which = ("For every image size (a " if len(bad) == len(c.feeds) else "For a ") + P.size_text(f.feed.image)
+            which = ("For every image size (a " if len(bad) == len(c.feeds) else "For a ") + _said(f)
             which += " image)" if len(bad) == len(c.feeds) else " image"
             if len(bad) == len(c.feeds):
                 more = ""
@@ -103,7 +103,8 @@ class ImageTokensVsFeatures(Rule):
                 image=list(f.feed.image), **P.basis("image-tokens-rows"))
         packed = []  # where the runtime's own code makes the features from the rows (runtimes.py)
         for f in c.feeds:
-            got = None if f.conflict or f in bad else runtimes.features(c.pipeline, f.feed.image)
+            got = (None if f.conflict or f in bad or f.images > 1
+                   else runtimes.features(c.pipeline, f.feed.image))
             if got is not None and got[0] != f.feed.tokens:
                 packed.append((f, *got))
         if packed:
@@ -117,9 +118,26 @@ class ImageTokensVsFeatures(Rule):
                 config="config.json", key=runtimes.entry(c.pipeline)["pinpoints"].split(":", 1)[1],
                 stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, features=n, image=list(f.feed.image),
                 **P.basis("image-tokens-rows"))
+        legacy = runtimes.new_processing_from(c.pipeline)
+        if legacy is not None:
+            few = [f for f in c.feeds if f.images == 1 and f.feed.tokens < legacy[0]]
+            if few:
+                f = few[0]
+                file, key = legacy[1].split(":", 1)
+                yield ctx.finding(
+                    f"{file} says {key} = {legacy[0]}, and {c.pipeline.layout} treats a prompt with fewer image tokens "
+                    f"than that as a legacy prompt it expands itself; the processor ({proc.processor_cls or proc.cls}) "
+                    f"inserts {f.feed.tokens} for a {P.size_text(f.feed.image)} image ({len(few)} of the "
+                    f"{len(c.feeds)} sizes checked), so the runtime fails on its prompt.",
+                    config=file, key=key, edge=edge, tokens=f.feed.tokens, **P.basis("image-tokens-rows"))
         unknown = [f for f in c.feeds if not f.conflict and f.rows is None]
         if unknown and not bad and not frozen and not packed and len(unknown) == len(c.feeds):
             yield ctx.finding(
                 f"Whether the vision side emits one row per image token cannot be told statically: "
                 f"{unknown[0].unknown}; only a run at the processor's sizes shows it.",
                 stage=c.chain[-1], edge=edge, severity=Severity.INFO, unknown=["rows"])
+
+
+def _said(f) -> str:
+    """A fed size as people say it: the source image, and how many images the prompt has when more than one."""
+    return P.size_text(f.feed.image) + (f" ({f.images} images in one prompt)" if f.images > 1 else "")

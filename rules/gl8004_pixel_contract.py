@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from graphlint_rules import _pipeline as P
 
 from graphlint.analysis.inputs import preprocess_chain
-from graphlint.pipeline.contracts import Contracts
+from graphlint.pipeline.contracts import Contracts, pixel_input
 from graphlint.rule import Finding, Rule, Severity
 
 _INTEGER = ("uint8", "int8", "uint16", "int16", "int32", "int64")
@@ -55,8 +55,10 @@ class PixelContract(Rule):
             return
         stage = c.chain[0]
         sm = c.stages.get(stage)
-        inp = c.value(stage, "pixel_values", output=False)
-        if sm is None or inp is None:
+        if sm is None:
+            return
+        inp = pixel_input(sm.model)
+        if inp is None:
             return
         pix = proc.pixel
         keys = pix.keys or {}

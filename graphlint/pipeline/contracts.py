@@ -53,6 +53,7 @@ class FeedFacts:
     conflict: str = ""  # the shape walk's conflict at this size (a graph frozen at another size)
     conflict_stage: str = ""
     unknown: str = ""  # why rows is None
+    images: int = 1  # images of the prompt this feed is (the feed's tensors hold all of them)
 
 
 @dataclass
@@ -87,13 +88,12 @@ def fed_inputs(stages: dict[str, StageModel], pipeline: Pipeline, fed: Feeds) ->
     """Per stage, per input: every shape the processor feeds it (vision stages' ``pixel_values``
     and the other image tensors the processor makes, under their own names)."""
     out: dict[str, dict[str, list[Shape]]] = {}
-    feeds = fed.feeds
     for stage in pipeline.by_role(VISION):
         sm = stages.get(stage.name)
         if sm is None:
             continue
         per: dict[str, list[Shape]] = {}
-        for feed in feeds:
+        for feed in fed.feeds + (fed.pairs if batched(sm.model) else []):
             for name, shape in _stage_feed(sm.model, feed).items():
                 if shape not in per.setdefault(name, []):
                     per[name].append(shape)
@@ -106,19 +106,31 @@ def _stage_feed(model: Model, feed: Any) -> dict[str, Shape]:
     """The processor's tensors for one image as a vision graph's inputs take them: a graph input of
     one rank more than the tensor gets a batch of one image in front."""
     tensors = {"pixel_values": tuple(feed.pixel_values), **{k: tuple(v) for k, v in feed.extras.items()}}
+    pixel = pixel_input(model)
     out: dict[str, Shape] = {}
     for v in model.graph.inputs:
-        shape = tensors.get(v.name)
+        shape = tensors.get("pixel_values" if v is pixel else v.name)
         if shape is None or v.shape is None:
             continue
         if len(v.shape) == len(shape) + 1:
             shape = (1, *shape)
-        elif len(v.shape) == len(shape) - 1 and shape[0] == 1:
-            shape = shape[1:]  # one image's tiles (anyres, splitting): the runtime feeds them as the batch
+        elif len(v.shape) == len(shape) - 1:
+            shape = (shape[0] * shape[1], *shape[2:])  # the images' tiles (anyres, splitting): fed as the batch
         elif len(v.shape) != len(shape):
             continue
         out[v.name] = shape
     return out
+
+
+def pixel_input(model: Model) -> Value | None:
+    """The vision graph's input the processor's ``pixel_values`` go to: the input of that name, else the
+    only floating-point input (optimum-intel names Qwen2-VL's patch input ``hidden_states``)."""
+    ins = model.graph.inputs
+    named = next((v for v in ins if v.name == "pixel_values"), None)
+    if named is not None:
+        return named
+    floats = [v for v in ins if v.dtype and v.dtype.startswith(("float", "bfloat"))]
+    return floats[0] if len(floats) == 1 else None
 
 
 def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unknown_processor: str | None,
@@ -128,6 +140,8 @@ def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unk
     c = Contracts(pipeline, stages, processor, unknown_processor, edges, [], chain, fed.failures)
     if processor is not None and chain and all(s in stages for s in chain):
         c.feeds = [_through_chain(c, feed) for feed in fed.feeds]
+        if batched(stages[chain[0]].model):
+            c.feeds += [_through_chain(c, feed, images=2) for feed in fed.pairs]
     return c
 
 
@@ -139,6 +153,9 @@ class Feeds:
 
     feeds: list[Any] = field(default_factory=list)
     failures: dict[tuple[int, int], str] = field(default_factory=dict)
+    # the same feeds for a prompt of two images: processors concatenate every image tensor along
+    # axis 0 and the runtimes run the vision graph once on all of them
+    pairs: list[Any] = field(default_factory=list)
 
     @classmethod
     def of(cls, processor: Any) -> Feeds:
@@ -156,7 +173,23 @@ class Feeds:
                    tuple(sorted(feed.values.items())))
             distinct.setdefault(key, feed)
         out.feeds = list(distinct.values())
+        out.pairs = [_two(f) for f in out.feeds]
         return out
+
+
+def _two(feed: Any) -> Any:
+    """``feed`` for two such images in one prompt (tensors doubled along axis 0, tokens and rows doubled)."""
+    def double(shape: tuple[int, ...]) -> tuple[int, ...]:
+        return (2 * shape[0], *shape[1:]) if shape else shape
+
+    return dataclasses.replace(feed, pixel_values=double(tuple(feed.pixel_values)), tokens=2 * feed.tokens,
+                               rows=2 * feed.rows, extras={k: double(tuple(v)) for k, v in feed.extras.items()})
+
+
+def batched(model: Model) -> bool:
+    """Whether the vision graph's image input declares axis 0 dynamic: it promises several images per call."""
+    v = pixel_input(model)
+    return v is not None and bool(v.shape) and not isinstance(v.shape[0], int)
 
 
 def expected_rows(processor: Any, feed: Any) -> int:
@@ -166,7 +199,7 @@ def expected_rows(processor: Any, feed: Any) -> int:
     from graphlint.pipeline.processors import table_arith
 
     if table_arith(processor.cls) == "anyres":
-        tiles, (th, tw) = feed.pixel_values[-4], feed.pixel_values[-2:]
+        tiles, (th, tw) = math.prod(feed.pixel_values[:-3]), feed.pixel_values[-2:]
         ps = int(processor.params.get("patch_size") or 1)
         return tiles * (th // ps) * (tw // ps)
     return feed.rows
@@ -194,7 +227,13 @@ def _resolve(edge: Edge, stages: dict[str, StageModel]) -> EdgeFacts:
     outs = src.model.graph.outputs
     out = _port(outs, edge.output) if edge.output else (outs[0] if outs else None)
     ins = dst.model.graph.inputs
-    inp = _port(ins, edge.input or "inputs_embeds")
+    if edge.input:
+        inp = _port(ins, edge.input)
+    elif edge.merge or _port(ins, "inputs_embeds") is not None:
+        inp = _port(ins, "inputs_embeds")
+    else:  # a merger or projector: the input named like the output, else its first input
+        inp = _port(ins, out.name) if out is not None else None
+        inp = inp or (ins[0] if ins else None)
     problem = ""
     if out is None:
         problem = f"stage '{edge.source}' has no output '{edge.output}'"
@@ -209,8 +248,8 @@ def _port(ports: list[Value], name: str) -> Value | None:
     return next((v for v in ports if v.name == name or name in _names(v)), None)
 
 
-def _through_chain(c: Contracts, feed: Any) -> FeedFacts:
-    facts = FeedFacts(feed)
+def _through_chain(c: Contracts, feed: Any, images: int = 1) -> FeedFacts:
+    facts = FeedFacts(feed, images=images)
     shapes: dict[str, Shape] | None = None
     for i, name in enumerate(c.chain):
         sm = c.stages[name]

@@ -57,3 +57,15 @@ def features(pipe: Pipeline, image: tuple[int, int]) -> tuple[int, str] | None:
     why = (f"{pipe.layout} packs a {gh}x{gw} grid of tiles (read from {e['pinpoints']}"
            + (", height and width swapped by its pack_image_features" if e.get("grid") == "swapped" else "") + ")")
     return side * side + cur_h * cur_w + cur_h, why
+
+
+def new_processing_from(pipe: Pipeline) -> tuple[int, str] | None:
+    """(the least image tokens a prompt needs for the runtime's current processing, the config key), or
+    None where the runtime has no such switch: below it the runtime expects a legacy prompt."""
+    e = entry(pipe)
+    ref = (e or {}).get("new_processing_from")
+    if not ref:
+        return None
+    file, key = ref.split(":", 1)
+    value = pipe.configs.value(file, key)
+    return (value, ref) if isinstance(value, int) and not isinstance(value, bool) else None

@@ -13,6 +13,7 @@ scored apart.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -24,6 +25,27 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 TRUTH = HERE / "truth.json"
 HAND_TRUTH = HERE / "truth_hand.json"
+_RANK = ["ok", "wrong", "fails"]
+# A run whose logits differ from PyTorch's by at most this share of their scale is numeric drift, not a
+# deployment failure. The truth runs record a tighter threshold (0.1%); at it, optimum-intel's healthy
+# Qwen2-VL export differs 0.3-0.4% from PyTorch in f32 at every size with more than 4 patches, and so do
+# its control seeds, while every seeded bug that runs differs by 9-100%.
+DRIFT = 0.02
+_DIFF = re.compile(r"diff ([0-9.e+-]+) \(scale ([0-9.e+-]+)\)")
+
+
+def outcome(run: dict[str, Any]) -> str:
+    """A truth run's outcome, with a 'wrong' within DRIFT of the logits' scale counted as ok."""
+    if run["outcome"] != "wrong":
+        return run["outcome"]
+    m = _DIFF.search(run.get("message") or "")
+    if m is not None and float(m.group(1)) <= DRIFT * float(m.group(2)):
+        return "ok"
+    return "wrong"
+
+
+def verdict(runs: list[dict[str, Any]]) -> str:
+    return max((outcome(r) for r in runs), key=_RANK.index, default="ok")
 
 
 @dataclass
@@ -56,25 +78,23 @@ def truth_entries() -> Iterator[dict[str, Any]]:
         for fid, e in sorted(doc["folders"].items()):
             yield {"id": fid, "base": e["folder"], "seed": known.get(e.get("seed") or ""), "layout": e["layout"],
                    "class": e.get("class") or "healthy", "heldout": bool(e.get("heldout")),
-                   "truth": e["verdict"], "target": "openvino", "materialize": seeds.materialize}
+                   "truth": verdict(e["runs"]), "target": "openvino", "materialize": seeds.materialize}
     if HAND_TRUTH.exists():
         from testmodels.vlm import hand_seeds
 
         doc = json.loads(HAND_TRUTH.read_text())
         classes = {s["id"]: s["class"] for s in hand_seeds.load_seeds()}
         for fid, e in sorted(doc.items()):
-            worst: dict[str, str] = {}
-            for r in e["runs"]:
-                worst[r["engine"]] = max(worst.get(r["engine"], "ok"), r["outcome"], key=_RANK.index)
-            for engine, verdict in sorted(worst.items()):
+            if fid.startswith("_"):  # _meta: tolerances, engines, image sizes
+                continue
+            engines = sorted({r["engine"] for r in e["runs"]})
+            for engine in engines:
+                truth = verdict([r for r in e["runs"] if r["engine"] == engine])
                 yield {"id": f"{fid}@{engine}", "base": f"hand/{e['base']}", "seed": fid if e.get("seed") else None,
                        "layout": "hand-" + e.get("exporter", ""), "class": classes.get(fid, "healthy"),
-                       "heldout": bool(e.get("heldout")), "truth": verdict,
+                       "heldout": bool(e.get("heldout")), "truth": truth,
                        "target": "ort" if engine == "ort" else "openvino",
                        "materialize": lambda seed, dest: Path(hand_seeds.materialize(seed, str(dest)))}
-
-
-_RANK = ["ok", "wrong", "fails"]
 
 
 def score(cases: list[Case]) -> dict[str, Any]:

@@ -252,6 +252,10 @@ def _split(node: Node, p: ShapePass) -> list[SShape]:
         sizes_p: list[SDim] = [part] * n
     else:
         sizes_p = [Poly.const(x) for x in sizes]
+        if s[axis] is not None and all(x >= 0 for x in sizes):
+            # the parts must add up to the dim (ONNX Split): constant sizes on a dynamic dim pin it (a
+            # traced `features.split(1)` unrolled for batch 1: ORT fails at batch 2, OpenVINO keeps the first)
+            p.agree(node, s[axis], Poly.const(sum(sizes)), node.input(0), node.input(1), axis, broadcast=False)
     return [(*s[:axis], sz, *s[axis + 1:]) for sz in sizes_p]
 
 
