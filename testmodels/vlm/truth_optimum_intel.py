@@ -11,7 +11,8 @@ Reference: the transformers PyTorch model of the source (rebuilt from the arch's
 folder's agreement with it checks that the rebuild is the exported model) fed by the HEALTHY folder's
 processor for the same image and prompt, so a seed is compared with what the user meant.
 Per run it records what each stage was fed (input shapes and dtypes, from the compiled models' calls), the
-rows the vision stage emitted, the image tokens in input_ids, the language model's sequence length, the
+rows the vision stage emitted (and, for LLaVA-NeXT, the rows optimum-intel packs from them: packed_rows), the
+image tokens in input_ids, the language model's sequence length, the
 pixel value range, and outputs whose shape the graph's declared shape does not admit.
 Results merge by folder id into testmodels/vlm/truth.json. A seed also gets ``seed_verdict``: its worst outcome
 over the image sizes where the healthy folder ran ok (what the seed itself broke), null if there are none.
@@ -108,6 +109,15 @@ class Recorder:
 
 def instrument(model: Any, log: list[dict]) -> None:
     model.compile()
+    if hasattr(model, "pack_image_features"):  # LLaVA-NeXT: rows after unpadding + newline, what is merged
+        pack = model.pack_image_features
+
+        def packed(*a: Any, **kw: Any) -> Any:
+            feats, lens = pack(*a, **kw)
+            log.append({"stage": "pack_image_features", "feature_lens": [int(x) for x in lens]})
+            return feats, lens
+
+        model.pack_image_features = packed
     for name, comp in model.components.items():
         if name == "language_model":
             comp.request = Recorder(comp.request, "language_model", log, comp.model)
@@ -188,6 +198,9 @@ def run_folder(folder: Path, arch: dict, ref: dict, image_token_id: int) -> list
         seen_vision = False
         violations: list[str] = []
         outputs: dict[str, dict] = {}
+        packs = [c for c in calls if c["stage"] == "pack_image_features"]
+        run["packed_rows"] = sum(sum(c["feature_lens"]) for c in packs) if packs else None
+        calls = [c for c in calls if c["stage"] != "pack_image_features"]
         for c in calls:
             if "outputs" in c:
                 outputs.setdefault(c["stage"], c["outputs"])
