@@ -61,6 +61,7 @@ class PixelContract:
     std: tuple[float, ...]
     range: tuple[float, float]  # value range of pixel_values the processor emits
     keys: dict[str, KeyRef]
+    dtype_elsewhere: tuple[str, ...] = ()  # what other transformers releases / backends emit (raw pixels only)
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def read_processor(files: Mapping[str, Mapping[str, Any]]) -> Processor | None:
     token, token_id = _image_token(files, t_proc, keys)
     return Processor(
         cls=ip_cls, source=f"{t_ip['source']}; {t_proc['source']}", image_token=token, image_token_id=token_id,
-        pixel=_pixel(params, keys), keys=keys, processor_cls=proc, defaults=defaults, params=params,
+        pixel=_pixel(params, keys, t_ip), keys=keys, processor_cls=proc, defaults=defaults, params=params,
     )
 
 
@@ -266,7 +267,7 @@ def _image_token(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[str, An
     return token, None
 
 
-def _pixel(params: Mapping[str, Any], keys: Mapping[str, KeyRef]) -> PixelContract:
+def _pixel(params: Mapping[str, Any], keys: Mapping[str, KeyRef], t_ip: Mapping[str, Any]) -> PixelContract:
     rescale, normalize = bool(params.get("do_rescale")), bool(params.get("do_normalize"))
     factor = float(params.get("rescale_factor") or 1 / 255)
     mean = tuple(float(x) for x in params.get("image_mean") or (0.0, 0.0, 0.0))
@@ -276,11 +277,12 @@ def _pixel(params: Mapping[str, Any], keys: Mapping[str, KeyRef]) -> PixelContra
         lows = [(lo - m) / s for m, s in zip(mean, std, strict=True)]
         highs = [(hi - m) / s for m, s in zip(mean, std, strict=True)]
         lo, hi = min(lows), max(highs)
-    # Qwen2-VL's patchify casts to float32 whatever the rescale/normalize switches say
-    dtype = "float32" if rescale or normalize or "merge_size" in params else "uint8"
+    raw = not (rescale or normalize)  # pixels stay integers: the dtype is the class's (and varies by release)
+    dtype = str(t_ip.get("raw_dtype", "uint8")) if raw else "float32"
+    elsewhere = tuple(t_ip.get("raw_dtype_elsewhere", ())) if raw else ()
     names = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")
     return PixelContract(dtype, rescale, factor, normalize, mean, std, (lo, hi),
-                         {n: keys[n] for n in names if n in keys})
+                         {n: keys[n] for n in names if n in keys}, elsewhere)
 
 
 def _samples(arith: str, p: Mapping[str, Any]) -> list[tuple[int, int]]:
