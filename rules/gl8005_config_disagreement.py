@@ -29,7 +29,9 @@ class ConfigDisagreement(Rule):
     ## What it checks
     The pairs of `rules/data/pipeline.toml` (`[[agree]]`): LLaVA-NeXT's `image_grid_pinpoints` in
     `config.json` and in `preprocessor_config.json`, the vision image size, patch size, merge size
-    and temporal patch size in `config.json`'s `vision_config` and in the image processor config.
+    and temporal patch size in `config.json`'s `vision_config` and in the image processor config,
+    Idefics3's tile size, and `config.json`'s patch size against the stride of the vision graph's
+    patch embedding.
     And the image token: the id `config.json` gives it (`image_token_index` / `image_token_id`)
     against the id the tokenizer gives the processor's image token (`tokenizer_config.json`'s
     added tokens).
@@ -63,14 +65,17 @@ class ConfigDisagreement(Rule):
         for pair in _pairs():
             fa, ka = pair["a"].split(":", 1)
             fb, kb = pair["b"].split(":", 1)
-            va, vb = cfg.value(fa, ka), cfg.value(fb, kb)
+            va = _graph_fact(c, ka) if fa == "graph" else cfg.value(fa, ka)
+            vb = cfg.value(fb, kb)
             if va is None or vb is None or _same(va, vb):
                 continue
             known = c.pipeline.layout in pair.get("layouts", ()) and (
                 not pair.get("model_types") or model_type in pair["model_types"])
             extra = P.basis(pair["fact"]) if known and pair.get("fact") else {"unknown": ["which file the runtime reads"]}
+            said = (f"the vision graph's patch embedding strides by {va}" if fa == "graph"
+                    else f"{fa} says {ka} = {va!r}")
             yield ctx.finding(
-                f"{fb} says {kb} = {vb!r} but {fa} says {ka} = {va!r}: {pair['why']}.",
+                f"{fb} says {kb} = {vb!r} but {said}: {pair['why']}.",
                 config=fb, key=kb, severity=Severity.ERROR if known and pair.get("fact") else Severity.WARNING,
                 pair=pair["id"], **extra)
         yield from self._image_token(ctx, c)
@@ -94,6 +99,22 @@ class ConfigDisagreement(Rule):
             f"{ids[0]}: the runtime looks for id {said} and finds no image positions ('Image features and image "
             "tokens do not match: tokens: 0').",
             config="config.json", key=key, pair="image-token-id", **P.basis("image-tokens-rows"))
+
+
+def _graph_fact(c: Contracts, name: str) -> Any:
+    """A fact read from the vision graph itself: ``patch_stride``, the stride of its first convolution."""
+    if name != "patch_stride" or not c.chain:
+        return None
+    sm = c.stages.get(c.chain[0])
+    if sm is None:
+        return None
+    for node in sm.model.graph.nodes:
+        if node.op_type in ("Conv", "Convolution"):
+            strides = node.attr("strides")
+            if isinstance(strides, str):  # OpenVINO IR: "8, 8"
+                strides = [int(x) for x in strides.replace(" ", "").split(",") if x]
+            return int(strides[-1]) if strides else None  # the last spatial stride (Qwen2-VL: temporal first)
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
