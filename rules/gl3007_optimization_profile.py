@@ -32,6 +32,11 @@ def _breaks(model: Model, facts: ShapeFacts, shapes: dict[str, tuple[int, ...]])
             if e.kind in ("conflict", "reshape") and e.a.is_const and e.b.is_const]
 
 
+def _span(points: list[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The smallest box (per-dim min and max) holding every shape of ``points``."""
+    return tuple(map(min, zip(*points, strict=True))), tuple(map(max, zip(*points, strict=True)))
+
+
 def _candidates(lo: int, opt: int, hi: int) -> list[int]:
     step = max(1, (hi - lo) // 8)
     return sorted({lo, lo + 1, lo + 2, opt, hi - 1, hi, *range(lo, hi + 1, step)} & set(range(lo, hi + 1)))
@@ -97,11 +102,19 @@ class OptimizationProfile(Rule):
                         for v in todo}
                 listed = ", ".join(f"{quote(n)} {d}" for n, d in dims.items())
                 flags = " ".join(f"--shapes {n}:MIN,OPT,MAX" for n in dims)
+                fed = {n: pts for n, pts in (ctx.options.get("fed") or {}).items() if n in dims}
+                advice = f"pass {flags} to check the graph over that range."
+                if fed:  # a deployment folder's processor says which shapes come: the profile that covers them
+                    spans = {n: _span(pts) for n, pts in fed.items()}
+                    advice = ("the folder's processor feeds " + ", ".join(
+                        f"{quote(n)} from {_fmt(lo)} to {_fmt(hi)}" for n, (lo, hi) in spans.items())
+                        + ": build with " + " ".join(
+                            f"--minShapes={n}:{_fmt(lo)} --maxShapes={n}:{_fmt(hi)}" for n, (lo, hi) in spans.items())
+                        + ".")
                 yield ctx.finding(
                     None,
                     f"Dynamic input(s) {listed}: a {ctx.target.title} engine build needs an optimization profile "
-                    f"for them (trtexec --minShapes/--optShapes/--maxShapes); pass {flags} to check the graph "
-                    "over that range.",
+                    f"for them (trtexec --minShapes/--optShapes/--maxShapes); {advice}",
                     value=todo[0], severity=Severity.INFO, inputs=list(dims), shapes=dims,
                 )
         if not usable:

@@ -43,6 +43,7 @@ def _edit(folder: str, name: str, key: str, value) -> None:
 def test_optimum_intel_folder_is_one_pipeline_of_its_graphs():
     found = detect.find(LLAVA)
     assert found.loose == []  # every graph of the folder is a stage
+    assert detect.find(LLAVA + os.sep).loose == []  # however the folder is spelled
     (pipe,) = found.pipelines
     assert pipe.layout == "optimum-intel"
     assert {s.role for s in pipe.stages} == {"vision", "text_embeddings", "language_model"}
@@ -165,3 +166,19 @@ def test_partition_counts_include_subgraphs():
     report = graphlint.check(path, target="ort")
     (res,) = report.run.results
     assert res.stats["partition"]["nodes"] == res.model.node_count > len(res.model.graph.nodes)
+
+
+def test_processor_sizes_are_the_fed_sizes_of_the_shape_rules(tmp_path):
+    """GL3003's 'whether other sizes will be fed is unknown' on the vision graph alone is settled by the
+    folder's processor: gone where every size it feeds holds, an error where one does not."""
+    vision = os.path.join(LLAVA, "openvino_vision_embeddings_model.xml")
+    alone = graphlint.check(vision, target="openvino", select=["GL3003"])
+    assert [f.severity.label for f in alone.findings] == ["warning"]
+    assert "unknown" in alone.findings[0].message
+    assert graphlint.check(LLAVA, target="openvino", select=["GL3003"]).findings == []
+    folder = _copy(LLAVA, str(tmp_path / "llava"))
+    _edit(folder, "processor_config.json", "image_processor.crop_size", {"height": 48, "width": 48})
+    _edit(folder, "processor_config.json", "image_processor.size", {"shortest_edge": 48})
+    pinned = graphlint.check(folder, target="openvino", select=["GL3003"])
+    assert [f.severity.label for f in pinned.findings] == ["error"]
+    assert "48" in pinned.findings[0].message and "processor" in pinned.findings[0].message

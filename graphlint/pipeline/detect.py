@@ -102,7 +102,8 @@ def _search(folder: str, depth: int, found: Found) -> None:
         raise UsageError(f"{folder}: cannot list the folder ({e.strerror})") from None
     files = {e.name for e in entries if e.is_file(follow_symlinks=False)}
     pipes = detect(folder, files)
-    claimed = {os.path.basename(p) for pipe in pipes for p in pipe.paths if os.path.dirname(p) == folder}
+    here = os.path.normpath(folder)
+    claimed = {os.path.basename(p) for pipe in pipes for p in pipe.paths if os.path.normpath(os.path.dirname(p)) == here}
     found.pipelines.extend(pipes)
     for name in sorted(files):
         if name.lower().endswith(MODEL_SUFFIXES) and name not in claimed and _is_model(folder, name):
