@@ -72,6 +72,8 @@ def _save(proc: Any, folder: str) -> dict[str, dict[str, Any]]:
     if getattr(proc, "video_processor", "absent") is None:  # save_pretrained cannot save a None attribute
         proc.tokenizer.save_pretrained(folder)
         config = {k: v for k, v in proc.to_dict().items() if k != "video_processor"}
+        if "image_processor" not in config:  # transformers 4 keeps it in preprocessor_config.json
+            proc.image_processor.save_pretrained(folder)
         with open(os.path.join(folder, "processor_config.json"), "w") as f:
             json.dump(config, f)
     else:
@@ -207,7 +209,9 @@ def _compare(real: Any, proc: Processor, sizes: list[tuple[int, int]], prompt: s
     feeds = proc.feeds(sizes)
     assert proc.image_token_id is not None
     for (h, w), feed in zip(sizes, feeds, strict=True):
-        out = real(images=[_image(h, w, h * 1000 + w)], text=[prompt], return_tensors="np", **call)
+        # "pt": transformers 4's torchvision processors return nothing else
+        out = real(images=[_image(h, w, h * 1000 + w)], text=[prompt], return_tensors="pt", **call)
+        out = {k: np.asarray(v) for k, v in out.items()}
         where = f"image {h}x{w}"
         assert tuple(out["pixel_values"].shape) == feed.pixel_values, where
         assert int((out["input_ids"] == proc.image_token_id).sum()) == feed.tokens, where
