@@ -6,7 +6,9 @@ are inlined, and the page data is a JSON block. Python does the linear work (sta
 findings, collapsing repeated blocks to a few hundred items, see :mod:`graphlint.html.collapse`);
 the browser lays out and draws the collapsed graph.
 
-Page sections, top to bottom: per model and target a verdict, counts and the partition; the
+Page sections, top to bottom: each deployment folder's pipeline (graphlint.html.pipeline: its stages
+and edges drawn, each edge's contract and verdict per target, its findings); per model and target a
+verdict, counts and the partition; the
 collapsed graph coloured by what the selected target does with each node (with every target's
 status in each node's chips); the targets side by side; the findings grouped by severity then
 rule, with filters; suppressed findings, unreadable models, notes.
@@ -124,6 +126,10 @@ def _render_html(run: Run, title: str) -> str:
             f"{len(paths)} model{'s' if len(paths) != 1 else ''} · targets: "
             f"{escape(', '.join(titles[s] for s in specs)) or 'none'}</div>"
             f'<div class="cards">{cards}</div><pre id="gl-errors"></pre></header>')
+    if run.pipelines:  # deployment folders: drawn above the sections of their graphs
+        from graphlint.html.pipeline import pipeline_sections
+
+        body.insert(0, pipeline_sections(run.pipelines))
     main = [*body, '<section id="findings"><h2>Findings</h2><div class="filters">' + sev_filters + t_filters
             + '<input type="search" id="gl-q" placeholder="filter: rule, node, message…">'
             '<span class="muted"><span id="gl-shown"></span> shown</span></div>' + findings + "</section>",
