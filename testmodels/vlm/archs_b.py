@@ -118,10 +118,11 @@ _IDEFICS_TEMPLATE = (
     "{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}"
     "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
 )
-# Tiles of 32 px (patch 8: 16 patches, pixel shuffle by scale 2: 4 image tokens a tile); the image is
-# first resized so its longest edge is 96 (at most 3x3 tiles), images within 32 px are not split.
-_IDEFICS_TILE = 32
-_IDEFICS_LONGEST = 96
+# (tile px, scale_factor, longest edge, vision layers). Idefics3: tiles of 32 px, patch 8 (16 patches),
+# pixel shuffle by 2: 4 image tokens a tile. SmolVLM as released uses scale_factor 4: tiles of 64 px, patch 8
+# (64 patches), shuffle by 4: 4 tokens a tile. Every image is first resized to the longest edge (3 tiles).
+_IDEFICS_GEOMETRY = {False: (32, 2, 96, 1), True: (64, 4, 192, 2)}
+_IDEFICS_PATCH = 8
 _IDEFICS_SIZES = [(32, 32), (24, 40), (40, 24), (96, 96), (8, 200), (200, 8), (200, 200), (16, 16)]
 
 
@@ -136,12 +137,13 @@ def _idefics(out: Path, smol: bool, hidden: int = 64) -> Arch:
     tok.init_kwargs["model_input_names"] = tok.model_input_names
     image_id = tok.convert_tokens_to_ids("<image>")
     text = dict(model_type="llama", vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-                num_hidden_layers=2, num_attention_heads=hidden // 16, num_key_value_heads=2, max_position_embeddings=512,
+                num_hidden_layers=2, num_attention_heads=hidden // 16, num_key_value_heads=2,
+                max_position_embeddings=512,
                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                  image_size=_IDEFICS_TILE, patch_size=8)
-    scale = 2
-    seq_len = (_IDEFICS_TILE // 8) ** 2 // scale**2
+    tile, scale, longest, layers = _IDEFICS_GEOMETRY[smol]
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=2,
+                  image_size=tile, patch_size=_IDEFICS_PATCH)
+    seq_len = (tile // _IDEFICS_PATCH) ** 2 // scale**2
     if smol:
         cfg = tf.SmolVLMConfig(text_config=text, vision_config=vision, image_token_id=image_id,
                                scale_factor=scale, pad_token_id=tok.pad_token_id)
@@ -154,11 +156,9 @@ def _idefics(out: Path, smol: bool, hidden: int = 64) -> Arch:
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(out)
-    kw = dict(size={"longest_edge": _IDEFICS_LONGEST}, max_image_size={"longest_edge": _IDEFICS_TILE},
-              do_image_splitting=True)
+    kw = dict(size={"longest_edge": longest}, max_image_size={"longest_edge": tile}, do_image_splitting=True)
     if smol:
-        video = tf.SmolVLMVideoProcessor(size={"longest_edge": _IDEFICS_TILE},
-                                         max_image_size={"longest_edge": _IDEFICS_TILE})
+        video = tf.SmolVLMVideoProcessor(size={"longest_edge": tile}, max_image_size={"longest_edge": tile})
         processor = tf.SmolVLMProcessor(image_processor=tf.SmolVLMImageProcessor(**kw), tokenizer=tok,
                                         video_processor=video, image_seq_len=seq_len,
                                         chat_template=_IDEFICS_TEMPLATE)
@@ -168,9 +168,9 @@ def _idefics(out: Path, smol: bool, hidden: int = 64) -> Arch:
     processor.save_pretrained(out)
     prompt = processor.apply_chat_template(_CONVERSATION, add_generation_prompt=True)
     return Arch(prompt=prompt, image_sizes=list(_IDEFICS_SIZES),
-                notes=f"tile {_IDEFICS_TILE} px (patch 8, scale_factor 2: {seq_len} <image> tokens a tile); every "
-                      f"image is resized to longest edge {_IDEFICS_LONGEST} then split (this processor never leaves "
-                      "one unsplit): square 3x3 tiles + global, 5:3 2x3 + global, 25:1 1x3 + global")
+                notes=f"tile {tile} px (patch {_IDEFICS_PATCH}, scale_factor {scale}: {seq_len} <image> tokens a "
+                      f"tile); every image is resized to longest edge {longest} then split (this processor never "
+                      "leaves one unsplit): square 3x3 tiles + global, 5:3 2x3 + global, 25:1 1x3 + global")
 
 
 def idefics3(out: Path) -> Arch:
