@@ -324,6 +324,26 @@ def test_layouts_read_alike(tmp_path: Any) -> None:
     assert b.keys["image_grid_pinpoints"].file == "preprocessor_config.json"
 
 
+def test_qwen_pixel_bounds_keys(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """min_pixels / max_pixels: read from size (transformers 5) or the old top-level keys, which win."""
+    _no_video_processor(monkeypatch)
+    files = _save(CASES["qwen2.5-vl"][0]("pil"), str(tmp_path))
+    proc = read_processor(files)
+    assert proc is not None
+    assert proc.keys["max_pixels"].key == "image_processor.size.longest_edge"
+    assert proc.keys["size.shortest_edge"].value == proc.params["min_pixels"] == 56 * 56
+    ipd = files["processor_config.json"]["image_processor"]
+    ipd["max_pixels"] = 28 * 28 * 8
+    old = read_processor(files)
+    assert old is not None and old.keys["max_pixels"].key == "image_processor.max_pixels"
+    real = T.Qwen2VLImageProcessorPil.from_dict(ipd)  # transformers reads the same dict the same way
+    out = real(images=[_image(1000, 700, 0)], return_tensors="pt")
+    (feed,) = old.feeds([(1000, 700)])
+    assert tuple(out["pixel_values"].shape) == feed.pixel_values
+    assert tuple(int(x) for x in out["image_grid_thw"].reshape(-1)) == feed.values["image_grid_thw"]
+    assert feed.tokens < proc.feeds([(1000, 700)])[0].tokens
+
+
 def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
     """patch_size / strategy / image token id from config.json when the processor config lacks them."""
     files = _save(_llava()("pil"), str(tmp_path))

@@ -177,6 +177,9 @@ def read_processor(files: Mapping[str, Mapping[str, Any]]) -> Processor | None:
         if ipd.get(name) is not None:
             params[name] = ipd[name]
             keys[name] = KeyRef(ip_file, prefix + name, ipd[name])
+            if isinstance(ipd[name], Mapping):  # "size.shortest_edge": the key a message names
+                for sub, v in ipd[name].items():
+                    keys[f"{name}.{sub}"] = KeyRef(ip_file, f"{prefix}{name}.{sub}", v)
         else:
             params[name], defaults[name] = default, default
     _normalize_sizes(params, ipd, ip_file, prefix, keys)
@@ -204,12 +207,15 @@ def _normalize_sizes(params: dict[str, Any], ipd: Mapping[str, Any], file: str, 
             params[name] = {"shortest_edge": v} if edge else {"height": v, "width": v}
     if "merge_size" in params:  # Qwen2-VL: min_pixels / max_pixels keys win over size (its __init__)
         size = dict(params["size"] or {})
-        lo = size.get("shortest_edge", size.get("min_pixels"))
-        hi = size.get("longest_edge", size.get("max_pixels"))
-        for name, cur in (("min_pixels", lo), ("max_pixels", hi)):
+        for name, new, old in (("min_pixels", "shortest_edge", "min_pixels"), ("max_pixels", "longest_edge",
+                                                                               "max_pixels")):
+            sub = new if new in size else old
+            cur = size.get(sub)
             if ipd.get(name) is not None:
                 keys[name] = KeyRef(file, prefix + name, ipd[name])
                 cur = ipd[name]
+            elif f"size.{sub}" in keys:
+                keys[name] = keys[f"size.{sub}"]
             params[name] = int(cur)
 
 
