@@ -7,7 +7,7 @@
 # 3. truth_optimum_intel.py runs every healthy folder and seed -> testmodels/vlm/truth.json;
 # 4. archs_b's archs are exported and run in archs_b.VENV (optimum-intel 2.2.0 caps them below
 #    transformers 5.5.4): made from testmodels/pipelines/requirements/optimum_intel_tf457.txt when that exists.
-# Offline throughout (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE). Never imports graphlint.
+# VLM_ONLY_A=1 stops after step 3. Offline throughout (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE). Never imports graphlint.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -30,6 +30,7 @@ start=$(date +%s)
 .venvs/optimum_intel/bin/python -m testmodels.vlm.truth_optimum_intel
 echo "truth: $(( $(date +%s) - start )) s" >&2
 
+[ -z "${VLM_ONLY_A:-}" ] || exit 0  # VLM_ONLY_A=1: archs_a's folders and truth only
 bvenv=$(sed -n 's/^VENV = "\(.*\)"$/\1/p' testmodels/vlm/archs_b.py 2>/dev/null || true)
 if [ -n "$bvenv" ]; then
   name=$(basename "$bvenv")

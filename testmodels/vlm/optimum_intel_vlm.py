@@ -71,9 +71,9 @@ def elsewhere() -> dict[str, str]:
     return {a: f"{m.__name__}.build in {m.VENV}" for m in arch_modules() if getattr(m, "VENV", None) for a in m.ARCHS}
 
 
-def export_cmd(src: Path, out: Path) -> list[str]:
+def export_cmd(src: Path, out: Path, extra: list[str] | None = None) -> list[str]:
     cli = str(Path(sys.executable).with_name("optimum-cli"))
-    return [cli, "export", "openvino", "--task", "image-text-to-text", "--weight-format", "fp32",
+    return [cli, "export", "openvino", "--task", "image-text-to-text", "--weight-format", "fp32", *(extra or []),
             "--model", str(src), str(out)]
 
 
@@ -99,7 +99,7 @@ def export(key: str, builder: Builder, work: Path) -> tuple[Arch | None, Path, d
     except Exception as e:  # a source that cannot be built is recorded like an export failure
         return None, out, {"command": f"{key} source builder", "seconds": round(time.time() - t0, 1),
                            "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:400]}
-    cmd = export_cmd(src, out)
+    cmd = export_cmd(src, out, arch.export_args)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0"}
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     rec = {"command": "optimum-cli " + " ".join(cmd[1:-3]) + " --model SRC OUT", "seconds": round(time.time() - t0, 1)}
