@@ -245,6 +245,9 @@ def build(outdir: Path, names: list[str]) -> dict:
                                      "folder_bytes": sum(sizes.values()), "feeds_lm": FEEDS_LM[name]}
             graph = FEEDS_LM[name]
             f16_output(outdir / name / f"{graph}.xml", outdir / "_variants" / name / "f16_vision")
+            if graph != "openvino_vision_embeddings_model":  # Qwen: also the patch encoder's rows into the merger
+                f16_output(outdir / name / "openvino_vision_embeddings_model.xml",
+                           outdir / "_variants" / name / "f16_patch_embed")
             for v, b in VARIANTS[name].items():
                 _, vexp, vrec = oi.export(f"{name}.{v}", b, Path(tmp))
                 print(name, v, vrec, flush=True)
