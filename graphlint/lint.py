@@ -224,6 +224,18 @@ def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
     return files, pipelines
 
 
+def lint_folder_pipelines(folder: str, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions) -> Run:
+    """The pipelines of ``folder`` itself (not of its subfolders) linted into a run: ``graphlint scan``'s
+    task for a deployment folder."""
+    from graphlint.pipeline import detect
+
+    names = {e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False)}
+    run = Run(results=[], failures=[], rules=rules, root=os.path.abspath(opts.root))
+    for pipe in detect.detect(folder, names):
+        _lint_pipeline(pipe, explicit, rules, opts, run)
+    return run
+
+
 def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions, run: Run) -> None:
     from graphlint.pipeline.lint import lint_pipeline
 

@@ -74,7 +74,8 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
         tasks, keyed = _plan(db, items, specs, key_of, summary, retry_failed)
 
         def store_outcome(task: Task, outcome: Outcome) -> None:
-            db.put(_rows(task, outcome, keyed[task.path], model_kind(task.path), summary.scan_id),
+            kind = "pipeline" if os.path.isdir(task.path) else model_kind(task.path)
+            db.put(_rows(task, outcome, keyed[task.path], kind, summary.scan_id),
                    worker=outcome.worker, attempts=outcome.attempts, seconds=outcome.seconds)
             summary.linted += 1
             if outcome.status != "linted":
@@ -110,7 +111,7 @@ def _plan(db: Store, items: list[sources.Item], specs: list[str], key_of: Callab
     tasks: list[Task] = []
     keyed: dict[str, Key] = {}
     for item in items:
-        kind = model_kind(item.path)
+        kind = "pipeline" if item.pipeline else model_kind(item.path)
         try:
             sha, hashed = keys.model_digest(item.path, db)
         except OSError as e:
@@ -118,8 +119,9 @@ def _plan(db: Store, items: list[sources.Item], specs: list[str], key_of: Callab
         db.remember_digests(hashed)
         key = keyed[item.path] = key_of(item, sha)
         stale = [t for t in specs if t not in db.fresh_targets(item.path, key, specs, retry_failed)]
-        applicable = [t for t in stale if kind in dialects[t]]
-        idle = [Row(item.path, t, key, kind, "n/a", [], f"{t} cannot take {kind} models", scan_id=summary.scan_id)
+        applicable = [t for t in stale if any(k in dialects[t] for k in (item.kinds if item.pipeline else (kind,)))]
+        what = "any stage of this pipeline" if item.pipeline else f"{kind} models"
+        idle = [Row(item.path, t, key, kind, "n/a", [], f"{t} cannot take {what}", scan_id=summary.scan_id)
                 for t in stale if t not in applicable]
         if applicable and sha.startswith("unreadable:"):
             idle += [Row(item.path, t, key, kind, "failed", [], f"cannot read the model ({sha[11:]})",

@@ -52,17 +52,20 @@ def file_sha256(path: str) -> str:
 
 def model_digest(path: str, cache: DigestCache) -> tuple[str, list[tuple[str, int, int, str]]]:
     """The model's sha256 (its file's, or of its files' together when it has companions), and the
-    (path, size, mtime_ns, sha256) of each file hashed anew, for the cache."""
+    (path, size, mtime_ns, sha256) of each file hashed anew, for the cache. A deployment folder's is
+    that of every file directly in it: its graphs, their weights and the configs that feed them."""
     fresh: list[tuple[str, int, int, str]] = []
     parts = []
-    for p in [path, *companions(path)]:
+    files = ([e.path for e in sorted(os.scandir(path), key=lambda e: e.name) if e.is_file(follow_symlinks=False)]
+             if os.path.isdir(path) else [path, *companions(path)])
+    for p in files:
         st = os.stat(p)
         sha = cache.known_digest(p, st.st_size, st.st_mtime_ns)
         if sha is None:
             sha = file_sha256(p)
             fresh.append((p, st.st_size, st.st_mtime_ns, sha))
         parts.append((os.path.basename(p), sha))
-    if len(parts) == 1:
+    if len(parts) == 1 and not os.path.isdir(path):
         return parts[0][1], fresh
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest(), fresh
 

@@ -1,7 +1,9 @@
 """What ``graphlint scan`` lints: folders, globs, model files and manifests turned into models.
 
 * a folder: every ``.onnx`` file under it, and every ``.xml`` that is an OpenVINO IR (its root
-  element is ``<net``), skipping hidden folders (``.git``, virtual environments);
+  element is ``<net``), skipping hidden folders (``.git``, virtual environments); a deployment
+  folder under it (graphlint.pipeline.detect: an optimum-intel, optimum ONNX or onnxruntime-genai
+  export, or a ``[pipeline]`` table) is one item, its pipeline, and its graphs are not items of their own;
 * a glob (``models/**/*.onnx``);
 * a manifest, ``.csv`` (a header with a ``path`` column, optionally ``shapes``) or ``.jsonl``
   (one ``{"path": ..., "shapes": [...]}`` object a line): paths relative to the manifest's
@@ -29,6 +31,8 @@ MANIFEST_SUFFIXES = (".csv", ".jsonl")
 class Item:
     path: str
     shapes: tuple[str, ...] = ()
+    pipeline: bool = False  # a deployment folder: its pipelines are linted as one item (path: the folder)
+    kinds: tuple[str, ...] = ()  # a deployment folder's stage formats (onnx, openvino): the targets it can take
 
 
 def expand(sources: list[str]) -> list[Item]:
@@ -50,7 +54,16 @@ def _expand_one(source: str) -> list[Item]:
     if source.lower().endswith(MANIFEST_SUFFIXES) and os.path.isfile(source):
         return _manifest(source)
     if os.path.isdir(source):
-        return [Item(display_path(p)) for p in _walk(source)]
+        from graphlint.pipeline import detect
+
+        found = detect.find(source)
+        staged = {os.path.abspath(p) for pipe in found.pipelines for p in pipe.paths}
+        folders: dict[str, set[str]] = {}
+        for pipe in found.pipelines:
+            folders.setdefault(pipe.folder, set()).update(
+                "openvino" if p.lower().endswith(".xml") else "onnx" for p in pipe.paths)
+        return ([Item(display_path(f), pipeline=True, kinds=tuple(sorted(k))) for f, k in folders.items()]
+                + [Item(display_path(p)) for p in _walk(source) if os.path.abspath(p) not in staged])
     if os.path.isfile(source):
         return [Item(display_path(source))]
     if glob.has_magic(source):

@@ -75,6 +75,8 @@ def run_task(task: Task, spec: Spec) -> Outcome:
         if spec.cwd and os.getcwd() != spec.cwd:  # a Ray worker started elsewhere: paths are the driver's
             os.chdir(spec.cwd)
         opts, rules = options_for(spec, task.shapes)
+        if os.path.isdir(task.path):
+            return _pipeline_task(task, opts, rules, t0)
         found, failure = lint_one(task.path, [resolve(t) for t in task.targets], rules, opts)
         if failure is not None:
             overran = failure.message == budget_failure(task.path, spec.time_budget).message
@@ -89,6 +91,28 @@ def run_task(task: Task, spec: Spec) -> Outcome:
     except Exception as e:  # a bug of ours or a rule pack's must not stop the fleet
         return Outcome(task.path, "crashed", failure=f"internal error: {type(e).__name__}: {e}",
                        seconds=time.perf_counter() - t0, worker=worker_name())
+
+
+def _pipeline_task(task: Task, opts: Any, rules: list[type], t0: float) -> Outcome:
+    """A deployment folder: its pipelines linted (each stage, then the contracts), one outcome per target
+    holding the stages' findings and the pipeline's."""
+    from graphlint.lint import lint_folder_pipelines
+    from graphlint.report.json_report import finding_dict
+    from graphlint.target import resolve
+    from graphlint.workflow import apply_workflow
+
+    targets = [resolve(t) for t in task.targets]
+    run = lint_folder_pipelines(task.path, targets, rules, opts)
+    if run.failures and not run.results:
+        return Outcome(task.path, "failed", failure="; ".join(f"{f.path}: {f.message}" for f in run.failures),
+                       seconds=time.perf_counter() - t0, worker=worker_name())
+    apply_workflow(run, opts, None)
+    results = []
+    for spec_, t in zip(task.targets, targets, strict=True):
+        mine = [r for r in run.all_results() if r.target.spec == t.spec]
+        nodes = sum(r.stats.get("nodes", 0) for r in run.results if r.target.spec == t.spec)
+        results.append(TargetOutcome(spec_, [finding_dict(f) for r in mine for f in r.findings], nodes or None))
+    return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name())
 
 
 @functools.lru_cache(maxsize=64)
