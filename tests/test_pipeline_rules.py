@@ -114,7 +114,7 @@ def test_uint8_vision_input_fed_float(tmp_path):
     std = np.array([0.26862954, 0.26130258, 0.27577711], np.float32).reshape(1, 3, 1, 1)
     fed = (image / 255.0 - mean) / std  # what the processor makes of it
     sess = ort.InferenceSession(str(folder / "vision.onnx"), providers=["CPUExecutionProvider"])
-    with pytest.raises(Exception, match="(?i)type"):
+    with pytest.raises(Exception, match=r"(?i)type"):
         sess.run(None, {"pixel_values": fed.astype(np.float32)})
     compiled = ov.Core().compile_model(str(folder / "vision.onnx"), "CPU")
     meant = compiled({"pixel_values": image})[0]
@@ -139,5 +139,5 @@ def test_token_ids_outside_vocab(tmp_path):
     assert err.model.endswith("config.json") and f"{key} = {rows}" in err.message
     sess = ort.InferenceSession(str(folder / "embed.onnx"), providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
-    with pytest.raises(Exception, match="(?i)out of|bounds|indices"):
+    with pytest.raises(Exception, match=r"(?i)out of|bounds|indices"):
         sess.run(None, {name: np.array([[1, rows]], dtype=np.int64)})
