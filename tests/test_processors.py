@@ -148,6 +148,15 @@ def _internvl(**ip: Any) -> Callable[[str], Any]:
     return make
 
 
+def _phi4(backend: str) -> Any:
+    if backend == "pil":
+        pytest.skip("transformers has Phi-4-multimodal's image processor on torchvision only")
+    named = {"image_token": "<|image|>", "audio_token": "<|audio|>"}
+    ip = T.Phi4MultimodalImageProcessor(size={"height": 56, "width": 56}, patch_size=7, dynamic_hd=6)
+    return T.Phi4MultimodalProcessor(image_processor=ip, audio_processor=T.Phi4MultimodalFeatureExtractor(),
+                                     tokenizer=tiny_tokenizer([], named))
+
+
 CASES: dict[str, Case] = {
     "llava": (_llava(), "hello <image> world", 160),
     "llava-no-crop-full": (_llava(do_center_crop=False, strategy="full"), "hello <image> world", 160),
@@ -160,6 +169,7 @@ CASES: dict[str, Case] = {
     "llava-next-raw": (lambda backend: _llava_next(backend, raw=True), "hello <image> world", 300),
     "gemma3-raw": (lambda backend: _gemma3(backend, do_rescale=False, do_normalize=False),
                    "hello <start_of_image> world", 200),
+    "phi4-multimodal": (_phi4, "hello <|image|> world", 500),
     "internvl-raw": (_internvl(do_rescale=False, do_normalize=False), "hello <IMG_CONTEXT> world", 300),
     "llava-pad-square": (_llava(llava_cls=True, do_pad=True, do_center_crop=False), "hello <image> world", 160),
     "llava-next": (_llava_next, "hello <image> world", 300),
@@ -201,7 +211,8 @@ def _image(h: int, w: int, seed: int) -> Any:
 
 # the release processors.toml cites, on the PIL backend: every fact must hold exactly
 REFERENCE = T.__version__ == "5.25.0"
-IMAGE_KEYS = {"pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask"}
+IMAGE_KEYS = {"pixel_values", "image_pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask",
+              "image_attention_mask"}
 
 
 def _compare(real: Any, proc: Processor, sizes: list[tuple[int, int]], prompt: str, strict: bool = REFERENCE,
@@ -213,15 +224,15 @@ def _compare(real: Any, proc: Processor, sizes: list[tuple[int, int]], prompt: s
         out = real(images=[_image(h, w, h * 1000 + w)], text=[prompt], return_tensors="pt", **call)
         out = {k: np.asarray(v) for k, v in out.items()}
         where = f"image {h}x{w}"
-        assert tuple(out["pixel_values"].shape) == feed.pixel_values, where
+        assert tuple(out[proc.pixel_key].shape) == feed.pixel_values, where
         assert int((out["input_ids"] == proc.image_token_id).sum()) == feed.tokens, where
         assert feed.rows == feed.tokens
-        assert {k for k in out if k in IMAGE_KEYS} - {"pixel_values"} == set(feed.extras), where
+        assert {k for k in out if k in IMAGE_KEYS} - {proc.pixel_key} == set(feed.extras), where
         for key, shape in feed.extras.items():
             assert tuple(out[key].shape) == shape, (where, key)
         for key, value in feed.values.items():
             assert tuple(int(x) for x in np.asarray(out[key]).reshape(-1)) == value, (where, key)
-        pv = np.asarray(out["pixel_values"])
+        pv = np.asarray(out[proc.pixel_key])
         if strict:
             assert str(pv.dtype) == proc.pixel.dtype, where
         else:  # another release or the torchvision backend: raw pixels' dtype varies

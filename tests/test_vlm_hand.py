@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("PIL")  # the transformers image processors' PIL backend (no torchvision here)
 
-from testmodels.vlm import hand_runner, hand_seeds  # noqa: E402
+from testmodels.vlm import hand_runner, hand_seeds
 
 with open(hand_runner.TRUTH) as _f:
     TRUTH = json.load(_f)

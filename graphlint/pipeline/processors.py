@@ -73,6 +73,7 @@ class Processor:
     pixel: PixelContract
     keys: dict[str, KeyRef]  # every config fact the arithmetic read, by parameter name
     processor_cls: str = ""  # the processor class (LlavaProcessor, ...): it makes the token count
+    pixel_key: str = "pixel_values"  # the processor's name for the image tensor (Phi-4: image_pixel_values)
     defaults: dict[str, Any] = field(default_factory=dict)  # parameters no config states: the class default
     params: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -193,6 +194,7 @@ def read_processor(files: Mapping[str, Mapping[str, Any]]) -> Processor | None:
     return Processor(
         cls=ip_cls, source=f"{t_ip['source']}; {t_proc['source']}", image_token=token, image_token_id=token_id,
         pixel=_pixel(params, keys, t_ip), keys=keys, processor_cls=proc, defaults=defaults, params=params,
+        pixel_key=str(t_ip.get("pixel_key", "pixel_values")),
     )
 
 
@@ -257,10 +259,11 @@ def _image_token(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[str, An
             if isinstance(v, str):
                 token, keys["image_token"] = v, KeyRef(file, key, v)
                 break
-    for key in ("image_token_index", "image_token_id"):
-        if isinstance(model.get(key), int):
-            keys["image_token_id"] = KeyRef(MODEL, key, model[key])
-            return token, int(model[key])
+    for key in ("image_token_index", "image_token_id", "vision_config.image_token_id"):
+        v = _dig(model, key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            keys["image_token_id"] = KeyRef(MODEL, key, v)
+            return token, v
     added = (files.get(TOKENIZER_JSON) or {}).get("added_tokens") or []
     for entry in added:
         if isinstance(entry, Mapping) and entry.get("content") == token:
@@ -283,6 +286,8 @@ def _pixel(params: Mapping[str, Any], keys: Mapping[str, KeyRef], t_ip: Mapping[
         lows = [(lo - m) / s for m, s in zip(mean, std, strict=True)]
         highs = [(hi - m) / s for m, s in zip(mean, std, strict=True)]
         lo, hi = min(lows), max(highs)
+    over = float(t_ip.get("overshoot", 0.0)) * (hi - lo)  # a resize after normalizing rings past the range
+    lo, hi = lo - over, hi + over
     raw = not (rescale or normalize)  # pixels stay integers: the dtype is the class's (and varies by release)
     dtype = str(t_ip.get("raw_dtype", "uint8")) if raw else "float32"
     elsewhere = tuple(t_ip.get("raw_dtype_elsewhere", ())) if raw else ()
@@ -308,6 +313,10 @@ def _samples(arith: str, p: Mapping[str, Any]) -> list[tuple[int, int]]:
         base = min(min(x) for x in pins)
         scales = [base // 2, base, 2 * base]
         extra = [(h, w) for h, w in pins] + [(h // 2 + 1, w // 2) for h, w in pins] + [(base * 3, base // 2)]
+    elif arith == "dynamic_hd":
+        s = int(p["size"]["height"])
+        scales = [s // 2, s, 2 * s, 3 * s]
+        extra = [(s * 2 + 1, s * 7), (s, s * 9), (s * 5, s * 5), (s // 3 + 11, s * 2)]
     elif arith == "tiles":
         th = int(p["size"]["height"])
         scales = [th // 2, th, 2 * th, 4 * th]

@@ -8,10 +8,11 @@ their first error line and root cause):
 * ``llava_ts`` / ``llava_dynamo``: tiny LLaVA (CLIP vision + Llama text). vision = vision tower +
   feature select + projector (pixel_values [batch,3,32,32] -> [batch,16,64]), embed = the token table,
   lm = Llama taking inputs_embeds, attention_mask, position_ids -> logits. Batch really dynamic.
-* ``llava_ts_pooled``: the vision graph exported the way transformers 5 hands it out
-  (``get_image_features(...).pooler_output``, a per-image split) from a batch-1 example with
-  ``dynamic_axes`` declaring the batch: TorchScript freezes the split at one image, so the declared
-  dynamic batch is a lie (ORT fails at batch 2; see truth_hand.json for OpenVINO).
+* ``llava_ts_pooled`` / ``llava_dynamo_pooled``: the vision graph exported the way transformers 5 hands
+  it out (``get_image_features(...).pooler_output``, a per-image split) from a batch-1 example with the
+  batch declared dynamic: TorchScript keeps the input dynamic but freezes the split at one image (output
+  declared [16, 64]; ORT fails at batch 2, OpenVINO with 1 thread returns the batch-1 rows); dynamo
+  specializes the batch to 1 and declares the input static.
 * ``qwen2vl_ts``: Qwen2-VL vision encoder (eager attention; SDPA fails in both exporters, recorded)
   exported by TorchScript at one image size (8x8 patches), the embedding table, and the text model
   taking inputs_embeds and M-RoPE position ids [3, batch, seq].
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import traceback
 from collections.abc import Callable
@@ -276,22 +278,16 @@ def build_llava(out: str, dynamo: bool) -> None:
            names=["inputs_embeds", "attention_mask", "position_ids"], outputs=["logits"], axes=LM_AXES,
            what="llava language model (inputs_embeds)")
     write_toml(folder, f"llava-{tag}", LLAVA_STAGES, LLAVA_EDGES)
-    if not dynamo:
-        # The pooled variant shares embed/lm with llava_ts; only the vision graph differs.
-        pooled = os.path.join(out, "llava_ts_pooled")
-        os.makedirs(pooled, exist_ok=True)
-        save_llava_configs(pooled, model)
-        for f in ("embed.onnx", "lm.onnx"):
-            with open(os.path.join(folder, f), "rb") as src, open(os.path.join(pooled, f), "wb") as dst:
-                dst.write(src.read())
-        export(LlavaPooled(model), (pv[:1],), os.path.join(pooled, "vision.onnx"), dynamo=False,
-               names=["pixel_values"], outputs=["image_features"], axes={"pixel_values": {0: "batch"}},
-               what="llava get_image_features().pooler_output, batch-1 example, batch declared dynamic")
-        write_toml(pooled, "llava-ts-pooled", LLAVA_STAGES, LLAVA_EDGES)
-        # also the pooled module through dynamo, to record what that exporter makes of it
-        export(LlavaPooled(model), (pv[:1],), os.path.join("/tmp", "llava_pooled_dynamo.onnx"), dynamo=True,
-               names=["pixel_values"], outputs=["image_features"], axes={"pixel_values": {0: "batch"}},
-               what="llava get_image_features().pooler_output (dynamo, batch-1 example)")
+    # The pooled variant shares embed/lm with its exporter's folder; only the vision graph differs.
+    pooled = os.path.join(out, f"llava_{tag}_pooled")
+    os.makedirs(pooled, exist_ok=True)
+    save_llava_configs(pooled, model)
+    for f in ("embed.onnx", "lm.onnx"):
+        shutil.copy(os.path.join(folder, f), os.path.join(pooled, f))
+    export(LlavaPooled(model), (pv[:1],), os.path.join(pooled, "vision.onnx"), dynamo=dynamo,
+           names=["pixel_values"], outputs=["image_features"], axes={"pixel_values": {0: "batch"}},
+           what="llava get_image_features().pooler_output, batch-1 example, batch declared dynamic")
+    write_toml(pooled, f"llava-{tag}-pooled", LLAVA_STAGES, LLAVA_EDGES)
     llava_seed_graphs(out, model, dynamo)
 
 

@@ -247,9 +247,59 @@ def tiles(h: int, w: int, p: Params) -> Layout:
     return Layout((n, _channels(p), th, tw), tile=(th, tw), tiles=n)
 
 
+# --- Phi-4-multimodal dynamic HD ---
+
+
+def phi4_layout(h: int, w: int, p: Params) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """image_processing_phi4_multimodal._get_crop_layout: ((columns, rows), resized (w, h), padding (w, h))."""
+    s, most = int(p["size"]["height"]), int(p["dynamic_hd"])
+    cols, rows = math.ceil(w / float(s)), math.ceil(h / float(s))
+    if cols * rows > most:
+        ratios = sorted({(i, j) for n in range(1, most + 1) for i in range(1, n + 1) for j in range(1, n + 1)
+                         if 1 <= i * j <= most}, key=lambda x: x[0] * x[1])
+        best, best_diff = (1, 1), float("inf")  # find_closest_aspect_ratio; sorted(set) order as transformers'
+        for r in ratios:
+            diff = abs(w / h - r[0] / r[1])
+            if diff < best_diff:
+                best, best_diff = r, diff
+            elif diff == best_diff and w * h > 0.5 * s * s * r[0] * r[1]:
+                best = r
+        cols, rows = best
+    tw, th = s * cols, s * rows
+    if tw / w < th / h:
+        new, pad = (tw, int(h * (tw / w))), (0, th - int(h * (tw / w)))
+    else:
+        new, pad = (int(w * (th / h)), th), (tw - int(w * (th / h)), 0)
+    if min(new[1], th) < 10 or min(new[0], tw) < 10:
+        raise ValueError(f"the aspect ratio is very extreme {new}")
+    return (cols, rows), new, pad
+
+
+def phi4_tokens(h: int, w: int, p: Params) -> int:
+    """_get_crop_attention_mask + _get_num_image_tokens without the tensors: the mask's unpadded part sampled
+    at every other row and column of each crop, one newline per sampled row, and the fixed global-image
+    count (256 + 1 + 16: transformers writes them as constants, whatever the size)."""
+    (cols, rows), _, (pw, ph) = phi4_layout(h, w, p)
+    ps = int(p["patch_size"])
+    ms = int(p["size"]["height"]) // ps
+    valid_h = ms * rows - (ph // ps if ph >= ps else 0)
+    valid_w = ms * cols - (pw // ps if pw >= ps else 0)
+    sampled_rows = sum(1 for r in range(valid_h) if (r % ms) % 2 == 0)
+    sampled_cols = sum(1 for c in range(valid_w) if (c % ms) % 2 == 0)
+    return 256 + 1 + sampled_rows * sampled_cols + (sampled_rows if valid_w > 0 else 0) + 16
+
+
+def dynamic_hd(h: int, w: int, p: Params) -> Layout:
+    (cols, rows), _, _ = phi4_layout(h, w, p)
+    s = int(p["size"]["height"])
+    ms, n = s // int(p["patch_size"]), 1 + cols * rows  # the global image first, then the crops
+    return Layout((1, n, _channels(p), s, s), {"image_sizes": (1, 2), "image_attention_mask": (1, n, ms, ms)},
+                  {"image_sizes": (s * rows, s * cols)}, tile=(s, s), tiles=n)
+
+
 ARITH: dict[str, Callable[[int, int, Params], Layout]] = {
     "crop": crop, "anyres": anyres, "smart_resize": qwen2vl, "split": split, "pan_and_scan": pan_and_scan,
-    "tiles": tiles,
+    "tiles": tiles, "dynamic_hd": dynamic_hd,
 }
 
 # --- placeholder tokens per processor ---
@@ -284,11 +334,15 @@ def _per_tile(h: int, w: int, lay: Layout, p: Params) -> int:
     return p["image_seq_length"] * lay.tiles
 
 
+def _phi4(h: int, w: int, lay: Layout, p: Params) -> int:
+    return phi4_tokens(h, w, p)
+
+
 def _fixed(h: int, w: int, lay: Layout, p: Params) -> int:
     return p["image_seq_length"]
 
 
 TOKENS: dict[str, Callable[[int, int, Layout, Params], int]] = {
     "llava": _llava, "llava_next": _llava_next, "grid": _grid, "tiles": _tiles, "crops": _crops, "fixed": _fixed,
-    "per_tile": _per_tile,
+    "per_tile": _per_tile, "phi4": _phi4,
 }
