@@ -152,7 +152,8 @@ def _phi4(backend: str) -> Any:
     if backend == "pil":
         pytest.skip("transformers has Phi-4-multimodal's image processor on torchvision only")
     named = {"image_token": "<|image|>", "audio_token": "<|audio|>"}
-    ip = T.Phi4MultimodalImageProcessor(size={"height": 56, "width": 56}, patch_size=7, dynamic_hd=6)
+    cls = getattr(T, "Phi4MultimodalImageProcessor", None) or T.Phi4MultimodalImageProcessorFast  # transformers 4
+    ip = cls(size={"height": 56, "width": 56}, patch_size=7, dynamic_hd=6)
     return T.Phi4MultimodalProcessor(image_processor=ip, audio_processor=T.Phi4MultimodalFeatureExtractor(),
                                      tokenizer=tiny_tokenizer([], named))
 
