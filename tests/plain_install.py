@@ -89,11 +89,34 @@ def main() -> int:
     else:
         passed += 1
         print(f"ok   graphlint.check on the example: {len(report.errors)} errors over 3 targets")
+    ok, why = deployment_folders(exe)
+    passed, failed = passed + ok, failed + (not ok)
+    print(f"{'ok  ' if ok else 'FAIL'} deployment folders: {why}")
     ok, why = scan_without_ray(exe)
     passed, failed = passed + ok, failed + (not ok)
     print(f"{'ok  ' if ok else 'FAIL'} graphlint scan without the ray extra: {why}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def deployment_folders(exe: str) -> tuple[bool, str]:
+    """Every VLM deployment folder of the corpus (testmodels/vlm) lints as a pipeline without
+    transformers: the processor arithmetic is graphlint's own; nothing speaks of the environment."""
+    vlm = os.path.join(ROOT, "testmodels", "vlm")
+    folders = [os.path.join(vlm, "optimum_intel"), os.path.join(vlm, "hand")]
+    run = subprocess.run([exe, *folders, "--target", "openvino", "--target", "ort", "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=900)
+    if run.returncode not in (0, 1):
+        return False, f"exit {run.returncode}: {run.stderr.strip()[:300]}"
+    report = json.loads(run.stdout)
+    pipes = {p["folder"] for p in report["pipelines"]}
+    every = [f for res in report["models"] + report["pipelines"] for f in res["findings"]]
+    said = [f for f in every if ENVIRONMENT.search(f["message"]) or f["rule_id"] == "GL9002"]
+    if said:
+        return False, f"{said[0]['rule_id']}: {said[0]['message'][:200]}"
+    if len(pipes) < 10 or not any(f["rule_id"].startswith("GL8") for f in every):
+        return False, f"{len(pipes)} pipelines, GL8 findings: {sum(f['rule_id'].startswith('GL8') for f in every)}"
+    return True, f"{len(pipes)} pipelines linted for openvino and ort"
 
 
 def scan_without_ray(exe: str) -> tuple[bool, str]:
