@@ -395,4 +395,7 @@ def test_unknown_class() -> None:
     assert unknown_class(files) == "FancyImageProcessor"
     assert read_processor(files) is None
     assert read_processor({"config.json": {"model_type": "llama"}}) is None
+    audio = {"preprocessor_config.json": {"feature_extractor_type": "Phi4MultimodalFeatureExtractor",
+                                          "sampling_rate": 16000}}
+    assert read_processor(audio) is None and unknown_class(audio) is None
     assert unknown_class({"config.json": {"model_type": "llama"}}) is None

@@ -118,7 +118,9 @@ def _image_processor(files: Mapping[str, Mapping[str, Any]]) -> tuple[str, str, 
     if isinstance(nested, Mapping) and nested.get("image_processor_type"):
         return PROCESSOR, "image_processor.", nested
     pre = files.get(PREPROCESSOR) or {}
-    if pre.get("image_processor_type") or pre.get("feature_extractor_type"):
+    # old vision configs name a CLIPFeatureExtractor; an audio feature extractor (Phi-4's) has no image keys
+    vision = pre.get("feature_extractor_type") and any(k in pre for k in ("image_mean", "size", "crop_size"))
+    if pre.get("image_processor_type") or vision:
         return PREPROCESSOR, "", pre
     return None
 
