@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from graphlint_rules import _pipeline as P
 
 from graphlint.pipeline import runtimes
-from graphlint.pipeline.contracts import Contracts, expected_rows
+from graphlint.pipeline.contracts import Contracts, expected_rows, pixel_input
 from graphlint.rule import Finding, Rule, Severity
 
 # the processor facts that decide the token count, in the order a message names them
@@ -130,6 +130,16 @@ class ImageTokensVsFeatures(Rule):
                     f"inserts {f.feed.tokens} for a {P.size_text(f.feed.image)} image ({len(few)} of the "
                     f"{len(c.feeds)} sizes checked), so the runtime fails on its prompt.",
                     config=file, key=key, edge=edge, tokens=f.feed.tokens, **P.basis("image-tokens-rows"))
+        first = c.stages[c.chain[0]].model if c.chain and c.chain[0] in c.stages else None
+        pix = pixel_input(first) if first is not None else None
+        if pix is not None and pix.shape and isinstance(pix.shape[0], int) and not frozen and not bad:
+            # processors concatenate a prompt's images along axis 0 and the runtime runs them in one call
+            yield ctx.finding(
+                f"Stage '{c.chain[0]}' takes '{pix.name}' with axis 0 fixed at {pix.shape[0]}, the size one image of "
+                f"the processor's makes: a prompt with two images feeds it {2 * pix.shape[0]} there in one call, "
+                "which the engine refuses. Whether prompts will have several images is not known from the folder; "
+                "export the vision graph with that axis dynamic if they will.",
+                stage=c.chain[0], edge=edge, severity=Severity.WARNING, unknown=["images per prompt"])
         unknown = [f for f in c.feeds if not f.conflict and f.rows is None]
         if unknown and not bad and not frozen and not packed and len(unknown) == len(c.feeds):
             yield ctx.finding(

@@ -34,8 +34,8 @@ class EdgeDtypeMismatch(Rule):
     ONNX Runtime rejects an input of another element type ("Unexpected input data type");
     OpenVINO's Python API converts silently, so an f16 vision graph built for a GPU next to an f32
     language model works in one runtime and fails or drifts in another. An error where the runtime
-    fails (direct edges; merges the table lists as failing), a warning where the merge's behaviour
-    is not known.
+    fails (a direct edge on ONNX Runtime or TensorRT; merges the table lists as failing); a warning
+    where the target converts (a direct edge on OpenVINO) or the merge's behaviour is not known.
 
     ## Example
     `openvino_vision_embeddings_model.xml` compressed to f16 outputs while
@@ -63,6 +63,11 @@ class EdgeDtypeMismatch(Rule):
             text = (f"Stage '{ef.edge.source}' output '{ef.out.name}' is {ef.out.dtype} but stage "
                     f"'{ef.edge.dest}' input '{ef.inp.name}' is {ef.inp.dtype}")
             if not ef.edge.merge:
+                if ctx.target.name == "openvino":  # its Python API converts a feed to the input's element type
+                    yield ctx.finding(text + ": OpenVINO converts the feed (at the source's precision); ONNX Runtime "
+                                      "would reject it.", stage=ef.edge.source, edge=ef.edge.describe(),
+                                      severity=Severity.WARNING)
+                    continue
                 yield ctx.finding(text + ": ONNX Runtime rejects the feed and OpenVINO converts it silently.",
                                   stage=ef.edge.source, edge=ef.edge.describe(), **P.basis("edge-dtype"))
                 continue

@@ -13,7 +13,6 @@ scored apart.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -26,26 +25,8 @@ HERE = Path(__file__).resolve().parent
 TRUTH = HERE / "truth.json"
 HAND_TRUTH = HERE / "truth_hand.json"
 _RANK = ["ok", "wrong", "fails"]
-# A run whose logits differ from PyTorch's by at most this share of their scale is numeric drift, not a
-# deployment failure. The truth runs record a tighter threshold (0.1%); at it, optimum-intel's healthy
-# Qwen2-VL export differs 0.3-0.4% from PyTorch in f32 at every size with more than 4 patches, and so do
-# its control seeds, while every seeded bug that runs differs by 9-100%.
-DRIFT = 0.02
-_DIFF = re.compile(r"diff ([0-9.e+-]+) \(scale ([0-9.e+-]+)\)")
-
-
-def outcome(run: dict[str, Any]) -> str:
-    """A truth run's outcome, with a 'wrong' within DRIFT of the logits' scale counted as ok."""
-    if run["outcome"] != "wrong":
-        return run["outcome"]
-    m = _DIFF.search(run.get("message") or "")
-    if m is not None and float(m.group(1)) <= DRIFT * float(m.group(2)):
-        return "ok"
-    return "wrong"
-
-
 def verdict(runs: list[dict[str, Any]]) -> str:
-    return max((outcome(r) for r in runs), key=_RANK.index, default="ok")
+    return max((r["outcome"] for r in runs), key=_RANK.index, default="ok")
 
 
 @dataclass
