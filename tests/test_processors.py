@@ -371,6 +371,20 @@ def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
     assert proc.feeds([(50, 40)])[0].tokens == (32 // 16) ** 2 + 1  # full strategy keeps the CLS row
 
 
+def test_gemma3_token_count_is_the_processors(tmp_path: Any) -> None:
+    """config.json's mm_tokens_per_image is not read by the processor: without image_seq_length it inserts 256."""
+    real = _gemma3("pil")
+    files = _save(real, str(tmp_path))
+    files["config.json"] = {"model_type": "gemma3", "mm_tokens_per_image": 5}
+    del files["processor_config.json"]["image_seq_length"]
+    proc = read_processor(files)
+    assert proc is not None and proc.defaults["image_seq_length"] == 256
+    with open(tmp_path / "processor_config.json", "w") as f:
+        json.dump(files["processor_config.json"], f)
+    loaded = T.AutoProcessor.from_pretrained(str(tmp_path))
+    assert _compare(loaded, proc, [(40, 50), (30, 90)], "hello <start_of_image> world") == 2
+
+
 def test_gemma3_pan_and_scan(tmp_path: Any) -> None:
     """Gemma3Processor switches pan-and-scan off whatever the image processor config says; on at call time,
     graphlint's crop arithmetic must match too."""
