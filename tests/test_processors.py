@@ -368,7 +368,27 @@ def test_processor_keys_fall_back_to_model_config(tmp_path: Any) -> None:
     assert proc is not None
     assert proc.keys["patch_size"].file == "config.json" and proc.keys["patch_size"].key == "vision_config.patch_size"
     assert proc.image_token_id == 7
-    assert proc.feeds([(50, 40)])[0].tokens == (32 // 16) ** 2 + 1  # full strategy keeps the CLS row
+    # no strategy in the processor config: the processor counts the CLS row (None), whatever config.json says
+    assert proc.feeds([(50, 40)])[0].tokens == (32 // 16) ** 2 + 1
+    assert proc.params["vision_feature_select_strategy"] is None
+    assert any("no vision_feature_select_strategy" in n and "'full'" in n for n in proc.notes)
+    # transformers' LlavaProcessor has no patch_size then, and fails: graphlint says so
+    assert any("no patch_size" in n and "vision_config.patch_size" in n for n in proc.notes)
+    with open(tmp_path / "processor_config.json", "w") as f:
+        json.dump(pc, f)
+    loaded = T.AutoProcessor.from_pretrained(str(tmp_path))
+    with pytest.raises(TypeError):
+        loaded(images=[_image(50, 40, 0)], text=["hello <image> world"], return_tensors="pt")
+    assert not read_processor(_save(_llava()("pil"), str(tmp_path / "ok"))).notes
+    # patch_size there, strategy not: transformers counts, and as graphlint does
+    files = _save(_llava()("pil"), str(tmp_path / "nostrategy"))
+    files["processor_config.json"].pop("vision_feature_select_strategy")
+    with open(tmp_path / "nostrategy" / "processor_config.json", "w") as f:
+        json.dump(files["processor_config.json"], f)
+    proc = read_processor(files)
+    assert proc is not None
+    real = T.AutoProcessor.from_pretrained(str(tmp_path / "nostrategy"))
+    assert _compare(real, proc, [(50, 40), (20, 90)], "hello <image> world") == 2
 
 
 def test_gemma3_token_count_is_the_processors(tmp_path: Any) -> None:

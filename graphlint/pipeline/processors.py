@@ -74,6 +74,9 @@ class Processor:
     keys: dict[str, KeyRef]  # every config fact the arithmetic read, by parameter name
     processor_cls: str = ""  # the processor class (LlavaProcessor, ...): it makes the token count
     pixel_key: str = "pixel_values"  # the processor's name for the image tensor (Phi-4: image_pixel_values)
+    # what the runtime's processor would do differently from this arithmetic, said once per fact (a processor key
+    # missing from processor_config.json, taken from config.json here, on which transformers' processor fails)
+    notes: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)  # parameters no config states: the class default
     params: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -191,12 +194,12 @@ def read_processor(files: Mapping[str, Mapping[str, Any]]) -> Processor | None:
             params[name] = value
             keys.pop(name, None)
             defaults[name] = value
-    _processor_params(files, t_proc, ipd, ip_file, prefix, params, keys, defaults)
+    notes = _processor_params(files, t_proc, ipd, ip_file, prefix, params, keys, defaults)
     token, token_id = _image_token(files, t_proc, keys)
     return Processor(
         cls=ip_cls, source=f"{t_ip['source']}; {t_proc['source']}", image_token=token, image_token_id=token_id,
         pixel=_pixel(params, keys, t_ip), keys=keys, processor_cls=proc, defaults=defaults, params=params,
-        pixel_key=str(t_ip.get("pixel_key", "pixel_values")),
+        pixel_key=str(t_ip.get("pixel_key", "pixel_values")), notes=tuple(notes),
     )
 
 
@@ -225,8 +228,11 @@ def _normalize_sizes(params: dict[str, Any], ipd: Mapping[str, Any], file: str, 
 
 def _processor_params(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[str, Any], ipd: Mapping[str, Any],
                       ip_file: str, prefix: str, params: dict[str, Any], keys: dict[str, KeyRef],
-                      defaults: dict[str, Any]) -> None:
-    """The processor's own keys: processor_config.json, else config.json where it says, else defaults."""
+                      defaults: dict[str, Any]) -> list[str]:
+    """The processor's own keys: processor_config.json, else config.json where it says, else defaults.
+
+    Returns notes on keys the processor itself would lack (it has no default for them)."""
+    notes = []
     pc, model = files.get(PROCESSOR) or {}, files.get(MODEL) or {}
     names = set(t_proc.get("defaults", {})) | set(t_proc.get("from_model", {}))
     if t_proc.get("seq_key"):  # PaliGemma: read from the image processor config
@@ -239,11 +245,22 @@ def _processor_params(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[st
         model_key = t_proc.get("from_model", {}).get(name)
         if pc.get(name) is not None:
             params[name], keys[name] = pc[name], KeyRef(PROCESSOR, name, pc[name])
+        elif name in t_proc.get("defaults", {}):
+            params[name] = defaults[name] = t_proc["defaults"][name]
+        elif name in t_proc.get("none_default", ()):  # the processor's default is None: the count follows it
+            params[name] = defaults[name] = None
+            said = _dig(model, model_key) if model_key else None
+            if said is not None:
+                notes.append(f"{PROCESSOR} has no {name}: the processor counts as if None, while {MODEL} "
+                             f"{model_key} = {said!r}")
         elif model_key and _dig(model, model_key) is not None:
             v = _dig(model, model_key)
             params[name], keys[name] = v, KeyRef(MODEL, model_key, v)
-        elif name in t_proc.get("defaults", {}):
-            params[name] = defaults[name] = t_proc["defaults"][name]
+            notes.append(f"{PROCESSOR} has no {name}: transformers' {t_proc['source'].split()[2].rsplit('/', 1)[-1]} "
+                         f"has none either (it fails or counts wrongly); {MODEL} {model_key} = {v!r} used here")
+        else:
+            notes.append(f"{PROCESSOR} has no {name} and {MODEL} has no {model_key}: the processor cannot count")
+    return notes
 
 
 def _image_token(files: Mapping[str, Mapping[str, Any]], t_proc: Mapping[str, Any],
