@@ -13,6 +13,9 @@ their first error line and root cause):
   batch declared dynamic: TorchScript keeps the input dynamic but freezes the split at one image (output
   declared [16, 64]; ORT fails at batch 2, OpenVINO with 1 thread returns the batch-1 rows); dynamo
   specializes the batch to 1 and declares the input static.
+* ``llava_ts_kv``: llava_ts with an LM that takes and returns the KV cache
+  (past_key_values.{i}.key/value [batch, kv_heads, past, head_dim]; the runner feeds an empty past sized
+  from config.json, as a user's generate loop does at the prompt step).
 * ``qwen2vl_ts``: Qwen2-VL vision encoder (eager attention; SDPA fails in both exporters, recorded)
   exported by TorchScript at one image size (8x8 patches), the embedding table, and the text model
   taking inputs_embeds and M-RoPE position ids [3, batch, seq].
@@ -167,6 +170,45 @@ class LM(torch.nn.Module):
         return self.head(out.last_hidden_state)
 
 
+class LMKV(torch.nn.Module):
+    """LM with a KV cache: past_key_values.{i}.key/value [batch, kv_heads, past, head_dim] in,
+    logits and present.{i}.key/value out (the prompt step is fed an empty past)."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.text = model.model.language_model
+        self.head = model.lm_head
+        self.layers = model.config.text_config.num_hidden_layers
+
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.text.config)
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.text(inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids,
+                        cache=cache, use_cache=True)
+        present = [t for layer in out.past_key_values.layers[: self.layers] for t in (layer.keys, layer.values)]
+        return (self.head(out.last_hidden_state), *present)
+
+
+def export_lm_kv(model: Any, path: str) -> None:
+    text = model.config.text_config
+    n, kv, hd = text.num_hidden_layers, text.num_key_value_heads, text.hidden_size // text.num_attention_heads
+    past_names = [f"past_key_values.{i}.{k}" for i in range(n) for k in ("key", "value")]
+    present = [f"present.{i}.{k}" for i in range(n) for k in ("key", "value")]
+    emb, _ = text_args(model, seq=5)
+    mask = torch.ones(2, 8, dtype=torch.int64)
+    pos = torch.arange(3, 8).expand(2, 5).contiguous()
+    past = [torch.randn(2, kv, 3, hd) for _ in past_names]
+    axes = {**LM_AXES, "attention_mask": {0: "batch", 1: "total"}}
+    axes |= {name: {0: "batch", 2: "past"} for name in past_names} | {name: {0: "batch", 2: "total"} for name in present}
+    export(LMKV(model), (emb, mask, pos, *past), path, dynamo=False,
+           names=["inputs_embeds", "attention_mask", "position_ids", *past_names], outputs=["logits", *present],
+           axes=axes, what="llava language model with past key values (inputs_embeds)")
+
+
 class QwenVision(torch.nn.Module):
     def __init__(self, model: Any, out_dtype: torch.dtype | None = None):
         super().__init__()
@@ -288,6 +330,14 @@ def build_llava(out: str, dynamo: bool) -> None:
            names=["pixel_values"], outputs=["image_features"], axes={"pixel_values": {0: "batch"}},
            what="llava get_image_features().pooler_output, batch-1 example, batch declared dynamic")
     write_toml(pooled, f"llava-{tag}-pooled", LLAVA_STAGES, LLAVA_EDGES)
+    if not dynamo:
+        kv = os.path.join(out, "llava_ts_kv")
+        os.makedirs(kv, exist_ok=True)
+        save_llava_configs(kv, model)
+        for f in ("vision.onnx", "embed.onnx"):
+            shutil.copy(os.path.join(folder, f), os.path.join(kv, f))
+        export_lm_kv(model, os.path.join(kv, "lm.onnx"))
+        write_toml(kv, "llava-ts-kv", LLAVA_STAGES, LLAVA_EDGES)
     llava_seed_graphs(out, model, dynamo)
 
 

@@ -228,6 +228,14 @@ def merge(feeds: dict[str, np.ndarray], embeds: np.ndarray, feats: np.ndarray, t
     return out
 
 
+def empty_past(cfg: dict[str, Any], lm: Stage, batch: int) -> dict[str, np.ndarray]:
+    """The prompt step's past: [batch, kv_heads, 0, head_dim] sized from config.json, as a generate loop does."""
+    text = cfg.get("text_config", cfg)
+    heads = text.get("num_key_value_heads", text["num_attention_heads"])
+    head_dim = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+    return {n: np.zeros((batch, heads, 0, head_dim), np.float32) for n in lm.inputs if n.startswith("past_key_values")}
+
+
 def run_one(folder: str, base: str, run: str, stages: dict[str, Stage]) -> dict[str, Any]:
     kind = kind_of(folder)
     rec: dict[str, Any] = {"image": run, "outcome": "ok", "message": "", "fed": {}, "vision_rows": None,
@@ -261,8 +269,8 @@ def run_one(folder: str, base: str, run: str, stages: dict[str, Stage]) -> dict[
         embeds = call("embed", {"input_ids": feeds["input_ids"]})["inputs_embeds"]
         merged = merge(feeds, embeds, feats, token_id, kind)
         lm_in = {"inputs_embeds": merged, "attention_mask": feeds["attention_mask"].astype(np.int64),
-                 "position_ids": position_ids(folder, feeds)}
-        logits = call("lm", lm_in)["logits"]
+                 "position_ids": position_ids(folder, feeds), **empty_past(cfg, stages["lm"], len(merged))}
+        logits = call("lm", lm_in)["logits"]  # present.* (a cache LM) are shape-checked in call()
     except MergeError as exc:
         return {**rec, "outcome": "fails", "message": str(exc)}
     except Exception as exc:
@@ -310,7 +318,7 @@ def run_job(job: Job, engine: str) -> dict[str, Any]:
         return {"engine": engine, "image": run, "outcome": "fails", "message": "compile: " + first_line(exc),
                 "fed": {}, "vision_rows": None, "image_tokens": None}
     rec = {"engine": engine, **run_one(folder, base, run, stages)}
-    if rec["outcome"] == "fails":
+    if rec["outcome"] == "fails" and engine != "ort":
         # OpenVINO's compiled model keeps state from a failed size: the frozen Qwen2-VL vision graph, once fed
         # another size, then fails (or returns 0 rows, 1 thread) at its export size too. The next run gets
         # the stages that ran here compiled afresh.
@@ -320,35 +328,42 @@ def run_job(job: Job, engine: str) -> dict[str, Any]:
     return rec
 
 
-def run_isolated(jobs: list[Job], engine: str) -> list[dict[str, Any]]:
-    """The jobs for one engine in a forked child: OpenVINO can crash (SIGSEGV) on a graph fed a size it
-    was frozen against. A crash is that run's outcome ("fails"); the jobs after it go to a fresh child."""
+def run_isolated(jobs: list[Job], engines: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """The jobs, one forked child per engine (run side by side): OpenVINO can crash (SIGSEGV) on a graph
+    fed a size it was frozen against. A crash is that run's outcome ("fails"); the jobs after it go to a
+    fresh child."""
     for folder, base, run in jobs:  # processor outputs and PyTorch references made here, inherited
         prepared(folder, run)
         reference(base, run)
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(rfd)
-        code = 0
-        try:
-            with os.fdopen(wfd, "w") as w:
-                for job in jobs:
-                    w.write(json.dumps(run_job(job, engine)) + "\n")
-                    w.flush()
-        except BaseException:
-            code = 1
-        os._exit(code)
-    os.close(wfd)
-    with os.fdopen(rfd) as r:
-        recs = [json.loads(line) for line in r.read().splitlines()]
-    _, status = os.waitpid(pid, 0)
-    if len(recs) < len(jobs):
-        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.waitstatus_to_exitcode(status)}"
-        recs.append({"engine": engine, "image": jobs[len(recs)][2], "outcome": "fails", "fed": {}, "vision_rows": None,
-                     "image_tokens": None, "message": f"engine process crashed ({how})"})
-        recs += run_isolated(jobs[len(recs):], engine) if len(recs) < len(jobs) else []
-    return recs
+    with tempfile.TemporaryDirectory() as tmp:
+        pids = {}
+        for engine in engines:
+            path = os.path.join(tmp, engine)
+            pid = os.fork()
+            if pid == 0:  # child
+                code = 0
+                try:
+                    with open(path, "w") as w:
+                        for job in jobs:
+                            w.write(json.dumps(run_job(job, engine)) + "\n")
+                            w.flush()
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            pids[engine] = (pid, path)
+        out = {}
+        for engine, (pid, path) in pids.items():
+            _, status = os.waitpid(pid, 0)
+            with open(path) as f:
+                recs = [json.loads(line) for line in f if line.endswith("\n")]
+            if len(recs) < len(jobs):
+                how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+                       else f"exit {os.waitstatus_to_exitcode(status)}")
+                recs.append({"engine": engine, "image": jobs[len(recs)][2], "outcome": "fails", "fed": {},
+                             "vision_rows": None, "image_tokens": None, "message": f"engine process crashed ({how})"})
+                recs += run_isolated(jobs[len(recs):], (engine,))[engine] if len(recs) < len(jobs) else []
+            out[engine] = recs
+    return out
 
 
 def verdict(runs: list[dict[str, Any]]) -> str:
@@ -382,7 +397,7 @@ def truth(entries: list[dict[str, Any]], tmp: str, engines: tuple[str, ...] = EN
              for e in entries}
     jobs = [(paths[e["id"]], os.path.join(HAND, e["base"]), r) for e in entries for r in runs]
     t0 = time.time()
-    per_engine = {eng: run_isolated(jobs, eng) for eng in engines}
+    per_engine = run_isolated(jobs, engines)
     out: dict[str, Any] = {}
     for i, e in enumerate(entries):
         recs = {eng: per_engine[eng][i * len(runs):(i + 1) * len(runs)] for eng in engines}
