@@ -7,9 +7,12 @@ the real processor on synthetic images of every size sample_sizes() names plus a
 and compares pixel_values' shape and dtype, the image-token count in input_ids, every other image
 tensor's shape and the small integer tensors' values.
 
-Needs transformers (the dev venv's 5.25) and pillow: transformers 5 runs an image processor on its
-PIL backend or its torchvision one, and torchvision from the index does not load with this torch.
-SmolVLM's processor also needs num2words.
+Needs transformers (the dev venv's 5.25, the release rules/data/processors.toml cites) and pillow:
+transformers 5 runs an image processor on its PIL backend or its torchvision one, and torchvision from
+the index does not load with this torch. SmolVLM's processor also needs num2words. Where torchvision
+loads, every case also runs on the torchvision processors (Phi-4-multimodal has no other); there, and
+under another transformers release, raw pixels' dtype may be any the table lists. The committed VLM
+folders (testmodels/vlm) are read by graphlint and run by their own processor as transformers loads it.
 """
 
 from __future__ import annotations

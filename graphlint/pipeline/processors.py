@@ -9,6 +9,10 @@ processors of that release on many image sizes and compares every shape, value a
 Config layouts read: transformers 4 writes the image processor to ``preprocessor_config.json`` and
 the processor's own keys to ``processor_config.json``; transformers 5 nests the image processor in
 ``processor_config.json`` under ``"image_processor"``. Both are read, the nested one first.
+
+:meth:`Processor.feeds` raises ValueError where transformers raises too (Qwen2-VL beyond an aspect
+ratio of 200, Phi-4's "very extreme" aspect ratios). ``Processor.notes`` says where the runtime's processor
+lacks a key the arithmetic took from config.json instead.
 """
 
 from __future__ import annotations
