@@ -63,6 +63,7 @@ class Edge:
     dest: str
     input: str
     merge: str = ""
+    implied: bool = False  # made from the stages' roles, not stated: dropped where the graphs lack the port
 
     def describe(self) -> str:
         arrow = " -[image tokens]-> " if self.merge else " -> "

@@ -135,7 +135,10 @@ def pixel_input(model: Model) -> Value | None:
 
 def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unknown_processor: str | None,
           fed: Feeds) -> Contracts:
-    edges = [_resolve(e, stages) for e in pipeline.edges]
+    # an edge the roles imply but the graphs do not have (a decoder-with-past takes no encoder output:
+    # its cross-attention cache holds it) is no edge; a missing image-token port stays a problem
+    edges = [ef for ef in (_resolve(e, stages) for e in pipeline.edges)
+             if not (ef.problem and ef.edge.implied and not ef.edge.merge and ef.out is not None)]
     chain = _vision_chain(pipeline)
     c = Contracts(pipeline, stages, processor, unknown_processor, edges, [], chain, fed.failures)
     if processor is not None and chain and all(s in stages for s in chain):

@@ -188,15 +188,15 @@ def _default_edges(stages: list[Stage]) -> list[Edge]:
     lm = by_role.get(LANGUAGE_MODEL, [None])[0]
     chain = by_role.get(VISION, [])[:1] + by_role.get(MERGER, [])
     for a, b in itertools.pairwise(chain):
-        edges.append(Edge(a.name, "", b.name, ""))
+        edges.append(Edge(a.name, "", b.name, "", implied=True))
     if chain and lm is not None:
-        edges.append(Edge(chain[-1].name, "", lm.name, "inputs_embeds", merge="image_tokens"))
+        edges.append(Edge(chain[-1].name, "", lm.name, "inputs_embeds", merge="image_tokens", implied=True))
     for emb in by_role.get(TEXT_EMBEDDINGS, []):
         if lm is not None:
-            edges.append(Edge(emb.name, "", lm.name, "inputs_embeds"))
+            edges.append(Edge(emb.name, "", lm.name, "inputs_embeds", implied=True))
     for enc in by_role.get(ENCODER, []):
         for dec in by_role.get(DECODER, []):
-            edges.append(Edge(enc.name, "", dec.name, "encoder_hidden_states"))
+            edges.append(Edge(enc.name, "", dec.name, "encoder_hidden_states", implied=True))
     return edges
 
 
