@@ -16,7 +16,8 @@ their first error line and root cause):
 * ``llava_ts_kv``: llava_ts with an LM that takes and returns the KV cache
   (past_key_values.{i}.key/value [batch, kv_heads, past, head_dim]; the runner feeds an empty past sized
   from config.json, as a user's generate loop does at the prompt step).
-* ``qwen2vl_ts``: Qwen2-VL vision encoder (eager attention; SDPA fails in both exporters, recorded)
+* ``qwen2vl_ts``: Qwen2-VL vision encoder (eager attention; with torch 2.13 / transformers 5.25 the dynamo
+  exporter fails on it with SDPA and with eager (data-dependent guard), TorchScript exports both; see exports.json)
   exported by TorchScript at one image size (8x8 patches), the embedding table, and the text model
   taking inputs_embeds and M-RoPE position ids [3, batch, seq].
 
