@@ -220,7 +220,7 @@ def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
         pipelines.extend(found.pipelines)
         files.extend(found.loose)
         if not found.pipelines and not found.loose:
-            raise InputError(p, "is a folder with no model file (.onnx, OpenVINO .xml) and no deployment pipeline")
+            raise InputError(p, "is a directory with no model file (.onnx, OpenVINO .xml) and no deployment pipeline")
     return files, pipelines
 
 

@@ -203,8 +203,11 @@ def expected_rows(processor: Any, feed: Any) -> int:
 
     if table_arith(processor.cls) == "anyres":
         tiles, (th, tw) = math.prod(feed.pixel_values[:-3]), feed.pixel_values[-2:]
-        ps = int(processor.params.get("patch_size") or 1)
-        return tiles * (th // ps) * (tw // ps)
+        p = processor.params
+        ps = int(p.get("patch_size") or 1)
+        # the CLS row stays per tile unless the 'default' feature strategy drops it (processing_llava_next)
+        extra = int(p.get("num_additional_image_tokens") or 0) - (p.get("vision_feature_select_strategy") == "default")
+        return tiles * ((th // ps) * (tw // ps) + max(extra, 0))
     return feed.rows
 
 
