@@ -6,21 +6,23 @@ Not a rule module (leading underscore).
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 from graphlint_rules import _contract as C
 
-from graphlint.compat import tomllib
-from graphlint.target import data_dir
+from graphlint.pipeline import runtimes
 
 FACTS = "pipeline.toml"
 
 
+def table(key: str) -> Any:
+    """A table of rules/data/pipeline.toml (``merge_dtype``, ``agree``, ...)."""
+    return runtimes.facts_file().get(key, {})
+
+
 @functools.cache
 def _facts() -> dict[str, dict[str, Any]]:
-    with open(os.path.join(data_dir(), FACTS), "rb") as f:
-        return {fact["id"]: fact for fact in tomllib.load(f)["fact"]}
+    return {fact["id"]: fact for fact in runtimes.facts_file()["fact"]}
 
 
 def basis(fact_id: str) -> dict[str, Any]:

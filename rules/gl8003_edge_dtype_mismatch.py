@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Iterator
 
 from graphlint_rules import _pipeline as P
 
-from graphlint.compat import tomllib
 from graphlint.pipeline.contracts import Contracts
 from graphlint.rule import Finding, Rule, Severity
-from graphlint.target import data_dir
-
-
-@functools.cache
-def _merge_table() -> dict:
-    with open(os.path.join(data_dir(), P.FACTS), "rb") as f:
-        return tomllib.load(f).get("merge_dtype", {})
 
 
 class EdgeDtypeMismatch(Rule):
@@ -71,7 +61,7 @@ class EdgeDtypeMismatch(Rule):
                 yield ctx.finding(text + ": ONNX Runtime rejects the feed and OpenVINO converts it silently.",
                                   stage=ef.edge.source, edge=ef.edge.describe(), **P.basis("edge-dtype"))
                 continue
-            verdict = _merge_table().get(c.pipeline.layout, {}).get(str(model_type))
+            verdict = P.table("merge_dtype").get(c.pipeline.layout, {}).get(str(model_type))
             if verdict == "casts":
                 continue
             if verdict == "fails":

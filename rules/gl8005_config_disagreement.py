@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from graphlint_rules import _pipeline as P
 
-from graphlint.compat import tomllib
 from graphlint.pipeline.contracts import Contracts
 from graphlint.rule import Finding, Rule, Severity
-from graphlint.target import data_dir
 
 _ID_KEYS = ("image_token_index", "image_token_id", "text_config.image_token_id")
-
-
-@functools.cache
-def _pairs() -> list[dict[str, Any]]:
-    with open(os.path.join(data_dir(), P.FACTS), "rb") as f:
-        return tomllib.load(f).get("agree", [])
 
 
 class ConfigDisagreement(Rule):
@@ -62,7 +52,7 @@ class ConfigDisagreement(Rule):
         c: Contracts = ctx.contracts
         cfg = c.pipeline.configs
         model_type = cfg.value("config.json", "model_type")
-        for pair in _pairs():
+        for pair in P.table("agree"):
             fa, ka = pair["a"].split(":", 1)
             fb, kb = pair["b"].split(":", 1)
             va = _graph_fact(c, ka) if fa == "graph" else cfg.value(fa, ka)

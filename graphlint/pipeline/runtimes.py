@@ -19,16 +19,17 @@ from graphlint.pipeline.processor_classes.arith import select_best_resolution
 
 
 @functools.cache
-def _table() -> dict[str, Any]:
+def facts_file() -> dict[str, Any]:
+    """rules/data/pipeline.toml, parsed once: the pipeline rules' facts and the runtimes' tables."""
     from graphlint.target import data_dir
 
     with open(os.path.join(data_dir(), "pipeline.toml"), "rb") as f:
-        return tomllib.load(f).get("runtime", {})
+        return tomllib.load(f)
 
 
 def entry(pipe: Pipeline) -> dict[str, Any] | None:
     model_type = pipe.configs.value("config.json", "model_type")
-    return _table().get(pipe.layout, {}).get(str(model_type))
+    return facts_file().get("runtime", {}).get(pipe.layout, {}).get(str(model_type))
 
 
 def features(pipe: Pipeline, image: tuple[int, int]) -> tuple[int, str] | None:
