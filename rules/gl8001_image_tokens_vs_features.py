@@ -113,7 +113,7 @@ class ImageTokensVsFeatures(Rule):
             yield ctx.finding(
                 f"For a {P.size_text(f.feed.image)} image the processor ({proc.processor_cls or proc.cls}) inserts "
                 f"{f.feed.tokens} image tokens but the runtime makes {n} image features: {why}. "
-                f"{len(packed)} of the {len(c.feeds)} sizes checked disagree ({sizes}): the merge fails "
+                f"{len(packed)} of the {sum(x.images == 1 for x in c.feeds)} sizes checked disagree ({sizes}): the merge fails "
                 "('Number of elements of source < number of ones in mask') or the output is silently wrong.",
                 config="config.json", key=runtimes.entry(c.pipeline)["pinpoints"].split(":", 1)[1],
                 stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, features=n, image=list(f.feed.image),
@@ -128,7 +128,7 @@ class ImageTokensVsFeatures(Rule):
                     f"{file} says {key} = {legacy[0]}, and {c.pipeline.layout} treats a prompt with fewer image tokens "
                     f"than that as a legacy prompt it expands itself; the processor ({proc.processor_cls or proc.cls}) "
                     f"inserts {f.feed.tokens} for a {P.size_text(f.feed.image)} image ({len(few)} of the "
-                    f"{len(c.feeds)} sizes checked), so the runtime fails on its prompt.",
+                    f"{sum(x.images == 1 for x in c.feeds)} sizes checked), so the runtime fails on its prompt.",
                     config=file, key=key, edge=edge, tokens=f.feed.tokens, **P.basis("image-tokens-rows"))
         first = c.stages[c.chain[0]].model if c.chain and c.chain[0] in c.stages else None
         pix = pixel_input(first) if first is not None else None

@@ -125,11 +125,14 @@ def _contract_text(contracts: Contracts, ef: Any) -> str:
         return f"{v.dtype or '?'} {dims}"
     text = f"{port(ef.out)} -> {port(ef.inp)}"
     if ef.edge.merge:
-        known = [f for f in contracts.feeds if f.rows is not None]
+        singles = [f for f in contracts.feeds if f.images == 1]
+        known = [f for f in singles if f.rows is not None]
+        pairs = len(contracts.feeds) - len(singles)
         if contracts.processor is None:
             text += "; rows = image tokens: no processor config to check against"
         else:
-            text += f"; rows = image tokens at {len(known)} of {len(contracts.feeds)} fed sizes"
+            text += (f"; rows = image tokens at {len(known)} of {len(singles)} fed sizes"
+                     + (" (and each as two images in one prompt)" if pairs else ""))
     return text
 
 
