@@ -25,7 +25,6 @@ from graphlint.ir import Model, Value
 from graphlint.pipeline import LANGUAGE_MODEL, MERGER, VISION, Edge, Pipeline
 
 Shape = tuple[int, ...]
-IMAGE_INPUTS = ("pixel_values",)  # the processor tensor every vision graph takes under this name
 
 
 @dataclass
@@ -69,13 +68,6 @@ class Contracts:
 
     def merge_edge(self) -> EdgeFacts | None:
         return next((e for e in self.edges if e.edge.merge), None)
-
-    def value(self, stage: str, name: str, output: bool) -> Value | None:
-        sm = self.stages.get(stage)
-        if sm is None:
-            return None
-        ports = sm.model.graph.outputs if output else sm.model.graph.inputs
-        return next((v for v in ports if v.name == name or name in _names(v)), None)
 
 
 def _names(v: Value) -> tuple[str, ...]:

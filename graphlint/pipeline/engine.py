@@ -8,7 +8,6 @@ finding, as on models.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -135,6 +134,3 @@ def _contract_text(contracts: Contracts, ef: Any) -> str:
                      + (" (and each as two images in one prompt)" if pairs else ""))
     return text
 
-
-def short(path: str, folder: str) -> str:
-    return os.path.relpath(path, folder) if path.startswith(folder) else path
