@@ -187,7 +187,7 @@ def _configure(path: str, target: Target, opts: LintOptions) -> tuple[Target, di
 def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     rules = selected_rules(opts)
     explicit = [resolve(s) for s in opts.targets]
-    paths, pipelines = expand_folders(paths)
+    paths, pipelines, empty = expand_folders(paths)
     every = paths + [p for pipe in pipelines for p in pipe.paths]
     notes = skipped(every, explicit)
     if explicit and (pipelines or len({model_kind(p) for p in paths}) > 1):
@@ -197,21 +197,24 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     for pipe in pipelines:
         _lint_pipeline(pipe, explicit, rules, opts, run)
     run.notes[:0] = notes
+    run.failures.extend(empty)
     return run
 
 
 _DIALECT = {"onnx": "onnx", "openvino": "openvino"}  # file kind -> the IR dialect its loader makes
 
 
-def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
-    """Folders given on the command line: their deployment pipelines (graphlint.pipeline.detect)
-    and the model files that belong to none, which are linted alone like any file."""
+def expand_folders(paths: list[str]) -> tuple[list[str], list[Any], list[LoadFailure]]:
+    """Folders given on the command line: their deployment pipelines (graphlint.pipeline.detect),
+    the model files that belong to none, which are linted alone like any file, and the folders that
+    hold neither (each an input error of the run, like an unreadable model)."""
     if not any(os.path.isdir(p) for p in paths):
-        return paths, []
+        return paths, [], []
     from graphlint.pipeline import detect
 
     files: list[str] = []
     pipelines = []
+    empty = []
     for p in paths:
         if not os.path.isdir(p):
             files.append(p)
@@ -220,8 +223,9 @@ def expand_folders(paths: list[str]) -> tuple[list[str], list[Any]]:
         pipelines.extend(found.pipelines)
         files.extend(found.loose)
         if not found.pipelines and not found.loose:
-            raise InputError(p, "is a directory with no model file (.onnx, OpenVINO .xml) and no deployment pipeline")
-    return files, pipelines
+            empty.append(LoadFailure(p, "is a directory with no model file (.onnx, OpenVINO .xml) and no "
+                                        "deployment pipeline"))
+    return files, pipelines, empty
 
 
 def lint_folder_pipelines(folder: str, explicit: list[Target], rules: list[type[Rule]], opts: LintOptions) -> Run:
