@@ -8,6 +8,9 @@ testmodels/engine_venvs.sh; session creation, read_model + compile_model on CPU)
   other;
 - over the whole fleet, no model with a load-time error for a release is accepted by that release.
 
+A deployment folder the fleet holds (genai folders, optimum's seq2seq exports) is one item of the scan,
+its pipeline: the engine's verdict on it is that on its stages.
+
 Errors of run-time failures (GL3003: a constant shape pins a dynamic dim) need the inputs that make
 them fail; the real-model corpus runs those (tests/test_conformance_corpus.py).
 
@@ -16,10 +19,12 @@ Without the earlier venvs the tests skip locally and fail in CI (CI=true).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
+from graphlint.pipeline import detect
 from graphlint.scan import fleet as fleet_report
 from graphlint.scan import scan
 from graphlint.scan.store import Store
@@ -42,6 +47,26 @@ def _python(engine: str, old: bool) -> str:
     return earlier_engine_python(engine) if old else sys.executable
 
 
+def _ask(engine: str, paths: list[str], old: bool) -> dict[str, dict]:
+    """The engine's verdict per scanned item. A deployment folder (one item of the scan: its pipeline) is
+    accepted when the engine accepts every stage it can take, else it carries the first refusal."""
+    stages: dict[str, list[str]] = {}
+    for p in paths:
+        if os.path.isdir(p):
+            names = {e.name for e in os.scandir(p) if e.is_file()}
+            kind = "openvino" if engine == "openvino" else "onnx"
+            stages[p] = [s for pipe in detect.detect(p, names) for s in pipe.paths
+                         if kind == "openvino" or s.endswith(".onnx")]
+        else:
+            stages[p] = [p]
+    got = ev.ask(engine, sorted({s for ss in stages.values() for s in ss}), python=_python(engine, old))
+    out = {}
+    for p, ss in stages.items():
+        refused = [got[s] for s in ss if got[s]["verdict"] != "accepted"]
+        out[p] = refused[0] if refused else {"verdict": "accepted"}
+    return out
+
+
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory) -> list:
     db = str(tmp_path_factory.mktemp("upgrade") / "fleet.db")
@@ -56,8 +81,8 @@ def test_upgrade_diff_holds_on_both_releases(rows, engine):
     d = fleet_report.diff(rows, before, after)
     assert d["changed"], "the fleet has models whose verdict changes between the releases"
     paths = [c["path"] for c in d["changed"]]
-    old = ev.ask(engine, paths, python=_python(engine, True))
-    new = ev.ask(engine, paths, python=_python(engine, False))
+    old = _ask(engine, paths, True)
+    new = _ask(engine, paths, False)
     by = {(r.path, r.target): r for r in rows}
     wrong = []
     for c in d["changed"]:
@@ -76,7 +101,7 @@ def test_no_error_the_release_does_not_show(rows, engine):
     reported = 0
     for old, target in ((True, PAIRS[engine][0]), (False, PAIRS[engine][1])):
         mine = {r.path: r for r in rows if r.target == target and r.status == "linted"}
-        got = ev.ask(engine, sorted(mine), python=_python(engine, old))
+        got = _ask(engine, sorted(mine), old)
         errors = [p for p, r in mine.items() if _refused(r)]
         false = [(p, got[p]) for p in errors if got[p]["verdict"] == "accepted"]
         missed = [p for p, r in mine.items() if not _refused(r) and got[p]["verdict"] != "accepted"]
