@@ -38,8 +38,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint.compat import tomllib
 from graphlint.errors import UsageError
+from graphlint.fsutil import read_toml
 from graphlint.lint import LintOptions
 from graphlint.registry import find_rule, load_rules, rule_matches
 from graphlint.registry import select as select_rules
@@ -83,16 +83,6 @@ def repo_root(explicit: str | None) -> str:
 
 # --------------------------------------------------------------------------- discovery
 
-def load_toml(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read configuration {path!r}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
-
-
 def _table_of(path: str, doc: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The graphlint table of a config document and how to name it in messages."""
     if os.path.basename(path) == "pyproject.toml":
@@ -111,7 +101,7 @@ def find_config(start_dirs: list[str]) -> str | None:
                 if os.path.isfile(path):
                     if name != "pyproject.toml":
                         return path
-                    table, _ = _table_of(path, load_toml(path))
+                    table, _ = _table_of(path, read_toml(path))
                     if table is not None:
                         return path
             parent = os.path.dirname(folder)
@@ -218,7 +208,7 @@ def parse_suppressions(entries: list[Any], origin: str, base: str) -> list[Suppr
 
 
 def load_suppression_file(path: str) -> list[Suppression]:
-    doc = load_toml(path)
+    doc = read_toml(path)
     for key in doc:
         if _norm_key(key) != "suppress":
             raise UsageError(f"{path}: unknown key {key!r}{_suggest(_norm_key(key), ['suppress'])}")
@@ -318,7 +308,7 @@ def _read_configuration(eff: Effective, config_path: str | None, models: list[st
         eff.file = find_config(starts)
     table: dict[str, Any] = {}
     if eff.file:
-        doc = load_toml(eff.file)
+        doc = read_toml(eff.file)
         found, eff.table = _table_of(eff.file, doc)
         if found is None:
             raise UsageError(f"{eff.file}: no [tool.graphlint] table")

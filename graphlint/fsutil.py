@@ -1,4 +1,4 @@
-"""Writing files without ever leaving a partial or clobbered file behind."""
+"""Reading the user's TOML files, and writing files without ever leaving a partial or clobbered file behind."""
 
 from __future__ import annotations
 
@@ -6,8 +6,22 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
+from graphlint.compat import tomllib
 from graphlint.errors import UsageError
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    """A TOML file the user gave or keeps (a configuration, a folder's graphlint.toml); unreadable or
+    invalid TOML is a usage error naming the file."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read configuration {path!r}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
 
 
 def check_output_path(path: str) -> str:

@@ -49,7 +49,7 @@ def table_versions() -> list[str]:
     for name in target_names():
         for prof in _profiles()[name]:
             rel = prof.get("data", {}).get("support")
-            table = _load_data(rel) if rel else {}
+            table = data_file(rel) if rel else {}
             made = f"{table.get('engine', name)} {table.get('version', prof['version'])}" if table else "no table"
             out.append(f"{name}@{prof['version']}: {prof.get('title', name)}, support table from {made} "
                        f"({table.get('source', 'no source')})")
@@ -95,11 +95,12 @@ class Target:
         rel = self.profile.get("data", {}).get(key)
         if not rel:
             return None
-        return _load_data(rel)
+        return data_file(rel)
 
 
 @functools.cache
-def _load_data(rel: str) -> Any:
+def data_file(rel: str) -> Any:
+    """A data file of the built-in pack (``rel`` relative to rules/data/), parsed once per process."""
     path = os.path.join(data_dir(), rel)
     with open(path, "rb") as f:
         return tomllib.load(f) if rel.endswith(".toml") else json.load(f)

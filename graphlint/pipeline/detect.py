@@ -28,8 +28,8 @@ import itertools
 import os
 from dataclasses import dataclass, field
 
-from graphlint.compat import tomllib
 from graphlint.errors import UsageError
+from graphlint.fsutil import read_toml
 from graphlint.pipeline import (
     CONFIGURED,
     DECODER,
@@ -257,14 +257,7 @@ def _configured(folder: str) -> list[Pipeline]:
     """``[pipeline]`` (or ``[[pipeline]]``) in the folder's graphlint.toml; a malformed table is a
     usage error naming the key, as every configuration problem is."""
     where = os.path.join(folder, "graphlint.toml")
-    try:
-        with open(where, "rb") as f:
-            conf = tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read {where}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{where}: not valid TOML: {e}") from None
-    raw = conf.get("pipeline")
+    raw = read_toml(where).get("pipeline")
     if raw is None:
         return []
     tables = raw if isinstance(raw, list) else [raw]

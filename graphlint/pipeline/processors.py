@@ -17,14 +17,11 @@ lacks a key the arithmetic took from config.json instead.
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint.compat import tomllib
 from graphlint.pipeline.processor_classes import ARITH, TOKENS
 
 PREPROCESSOR = "preprocessor_config.json"
@@ -99,12 +96,10 @@ class Processor:
         return _samples(table_arith(self.cls), self.params)
 
 
-@functools.cache
 def _table() -> dict[str, Any]:
-    from graphlint.target import data_dir
+    from graphlint.target import data_file
 
-    with open(os.path.join(data_dir(), "processors.toml"), "rb") as f:
-        return tomllib.load(f)
+    return data_file("processors.toml")
 
 
 def table_arith(cls: str) -> str:

@@ -9,22 +9,17 @@ runtime imports it.
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any
 
-from graphlint.compat import tomllib
 from graphlint.pipeline import Pipeline
 from graphlint.pipeline.processor_classes.arith import select_best_resolution
 
 
-@functools.cache
 def facts_file() -> dict[str, Any]:
     """rules/data/pipeline.toml, parsed once: the pipeline rules' facts and the runtimes' tables."""
-    from graphlint.target import data_dir
+    from graphlint.target import data_file
 
-    with open(os.path.join(data_dir(), "pipeline.toml"), "rb") as f:
-        return tomllib.load(f)
+    return data_file("pipeline.toml")
 
 
 def entry(pipe: Pipeline) -> dict[str, Any] | None:
