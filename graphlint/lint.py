@@ -105,19 +105,27 @@ def lint_model(path: str, targets: list[Target], rules: list[type[Rule]], opts: 
         analyses = Analyses(model, background)
         try:
             targets = taking(targets, model.dialect, path, model.format)
-            timings = {"load": time.perf_counter() - t0}
-            timings.update((f"load:{k}", v) for k, v in model.timings.items())
-            analyses.stats.setdefault("nodes", model.node_count)
-            results = []
-            for target in targets:
-                target, options = _configure(path, target, opts)
-                res = run_rules(model, target, rules, options, analyses)
-                res.timings = {**timings, **res.timings}
-                results.append(res)
-            attach_origins(analyses, results, opts.source_root or opts.root)
-            return results
+            return lint_loaded(path, model, analyses, targets, rules, opts, time.perf_counter() - t0)
         finally:
             analyses.close()  # e.g. onnx.checker's child when GL0001 was not selected
+
+
+def lint_loaded(path: str, model: Any, analyses: Analyses, targets: list[Target], rules: list[type[Rule]],
+                opts: LintOptions, load_seconds: float, extra: dict[str, Any] | None = None) -> list[LintResult]:
+    """Every target's result for a loaded model, origins attached (``extra``: rule options a deployment
+    folder adds for this stage, its fed sizes)."""
+    timings = {"load": load_seconds}
+    timings.update((f"load:{k}", v) for k, v in model.timings.items())
+    analyses.stats.setdefault("nodes", model.node_count)
+    results = []
+    for target in targets:
+        target, options = _configure(path, target, opts)
+        options.update(extra or {})
+        res = run_rules(model, target, rules, options, analyses)
+        res.timings = {**timings, **res.timings}
+        results.append(res)
+    attach_origins(analyses, results, opts.source_root or opts.root)
+    return results
 
 
 def taking(targets: list[Target], dialect: str, path: str, fmt: str) -> list[Target]:
@@ -246,21 +254,18 @@ def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], o
     if opts.on_model:
         opts.on_model(pipe.folder)
 
-    def targets_for(model: Any) -> list[Target]:
-        if not explicit:
-            return [resolve(DEFAULT_TARGET[model.format])]
-        return [t for t in explicit if model.dialect in t.dialects]  # none: skipped, said in the notes
+    def lint_stage(path: str, model: Any, analyses: Analyses, seconds: float,
+                   extra: dict[str, Any]) -> list[LintResult]:
+        targets = ([t for t in explicit if model.dialect in t.dialects] if explicit  # none: said in the notes
+                   else [resolve(DEFAULT_TARGET[model.format])])
+        return lint_loaded(path, model, analyses, targets, rules, opts, seconds, extra)
 
     def configure(path: str, target: Target) -> tuple[Target, dict[str, Any]]:
         return _configure(path, target, opts)
 
-    def attach(analyses: Analyses, results: list[LintResult]) -> None:
-        attach_origins(analyses, results, opts.source_root or opts.root)
-
     try:
-        with time_budget(opts.time_budget * max(1, len(pipe.stages))):
-            results, piped, failed = lint_pipeline(pipe, targets_for, rules, configure, attach,
-                                                   _structure_work(rules))
+        with gc_paused(), time_budget(opts.time_budget * max(1, len(pipe.stages))):
+            results, piped, failed = lint_pipeline(pipe, lint_stage, configure, rules, _structure_work(rules))
     except TimeBudgetExceeded:
         run.failures.append(budget_failure(pipe.folder, opts.time_budget))
         return

@@ -12,14 +12,13 @@ import time
 from typing import Any
 
 from graphlint.analysis import Analyses
-from graphlint.engine import LintResult, run_rules
+from graphlint.engine import LintResult
 from graphlint.errors import GraphlintError, InputError
 from graphlint.load import load_with_background
 from graphlint.pipeline import Pipeline
 from graphlint.pipeline.contracts import Feeds, StageModel, build, fed_inputs
 from graphlint.pipeline.engine import PipelineResult, run_pipeline_rules
 from graphlint.rule import Rule
-from graphlint.target import Target
 
 
 def read_processor(pipe: Pipeline) -> tuple[Any, str | None]:
@@ -31,15 +30,15 @@ def read_processor(pipe: Pipeline) -> tuple[Any, str | None]:
     return proc, (None if proc is not None else processors.unknown_class(files))
 
 
-def lint_pipeline(pipe: Pipeline, targets_for, rules: list[type[Rule]], configure, attach,
+def lint_pipeline(pipe: Pipeline, lint_stage, configure, rules: list[type[Rule]],
                   structure_work) -> tuple[list[LintResult], list[PipelineResult], list[tuple[str, str]]]:
     """Results per stage and target, the pipeline's results per target, and (path, problem) for
-    stages that could not be read. ``targets_for(model)``: the run's targets that can take it;
-    ``configure(path, target)``: that target and the rule options as configured for the file;
-    ``attach(analyses, results)``: origins for the findings (graphlint.lint's)."""
+    stages that could not be read. ``lint_stage(path, model, analyses, load_seconds, extra)``: a loaded
+    stage's results for the run's targets that take it, ``extra`` rule options added (graphlint.lint's
+    lint_loaded); ``configure(path, target)``: the target and rule options as configured for a file."""
     stages: dict[str, StageModel] = {}
     failures: list[tuple[str, str]] = []
-    timings: dict[str, float] = {}
+    seconds: dict[str, float] = {}
     try:
         for st in pipe.stages:
             t0 = time.perf_counter()
@@ -52,30 +51,19 @@ def lint_pipeline(pipe: Pipeline, targets_for, rules: list[type[Rule]], configur
                 failures.append((st.path, str(e)))
                 continue
             stages[st.name] = StageModel(model, Analyses(model, background))
-            timings[f"load:{st.name}"] = time.perf_counter() - t0
+            seconds[st.name] = time.perf_counter() - t0
         processor, unknown = read_processor(pipe)
         feeds = Feeds.of(processor)
         fed = fed_inputs(stages, pipe, feeds)
         results: list[LintResult] = []
-        used: dict[str, Target] = {}
         for st in pipe.stages:
             sm = stages.get(st.name)
-            if sm is None:
-                continue
-            mine = []
-            for target in targets_for(sm.model):
-                target, options = configure(st.path, target)
-                if st.name in fed:
-                    options["fed"] = fed[st.name]
-                res = run_rules(sm.model, target, rules, options, sm.analyses)
-                res.timings = {"load": timings.get(f"load:{st.name}", 0.0), **res.timings}
-                mine.append(res)
-                used.setdefault(target.spec, target)
-            attach(sm.analyses, mine)
-            results.extend(mine)
+            if sm is not None:
+                extra = {"fed": fed[st.name]} if st.name in fed else {}
+                results.extend(lint_stage(st.path, sm.model, sm.analyses, seconds[st.name], extra))
         contracts = build(pipe, stages, processor, unknown, feeds)
         piped = []
-        for target in used.values():
+        for target in {res.target.spec: res.target for res in results}.values():
             _, options = configure(pipe.folder, target)
             piped.append(run_pipeline_rules(contracts, target, rules, options))
         return results, piped, failures
