@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,7 @@ def lint_loaded(path: str, model: Any, analyses: Analyses, targets: list[Target]
 def taking(targets: list[Target], dialect: str, path: str, fmt: str) -> list[Target]:
     """The targets that can take a model of ``dialect`` (a run over .onnx and .xml files lints each for
     the targets that take it; ``skipped`` says which pairs were left); none at all is an input error."""
-    ok = [t for t in targets if dialect in t.dialects]
+    ok = takes(targets, dialect)
     if not ok:
         names = ", ".join(sorted({t.name for t in targets}))
         raise InputError(path, f"no requested target can take {fmt} models ({names}; "
@@ -139,15 +140,19 @@ def taking(targets: list[Target], dialect: str, path: str, fmt: str) -> list[Tar
     return ok
 
 
+def takes(targets: list[Target], dialect: str) -> list[Target]:
+    """The targets that can take a model of ``dialect`` (a file's kind, ``model_kind``, is its dialect)."""
+    return [t for t in targets if dialect in t.dialects]
+
+
 def skipped(paths: list[str], explicit: list[Target]) -> list[str]:
-    """Notes for the report: the requested targets that cannot take some of the run's model files."""
+    """Notes for the report: the requested targets that cannot take some of the run's model files
+    (when no requested target takes a lone kind of file, that is an input error instead)."""
     notes = []
-    kinds: dict[str, int] = {}
-    for p in paths:
-        kinds[model_kind(p)] = kinds.get(model_kind(p), 0) + 1
+    kinds = Counter(model_kind(p) for p in paths)
     for kind, n in sorted(kinds.items()):
-        left = sorted({t.spec for t in explicit if _DIALECT[kind] not in t.dialects})
-        if left and len(kinds) + (len(left) < len(explicit)) > 1:
+        left = sorted({t.spec for t in explicit if kind not in t.dialects})
+        if left and (len(kinds) > 1 or len(left) < len(explicit)):
             noun = "OpenVINO IR file" if kind == "openvino" else "ONNX file"
             notes.append(f"Skipped: {', '.join(left)} for {n} {noun}{'s' if n != 1 else ''} "
                          f"(the target{'s' if len(left) != 1 else ''} cannot take {kind} models).")
@@ -200,7 +205,7 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     notes = skipped(every, explicit)
     if explicit and (pipelines or len({model_kind(p) for p in paths}) > 1):
         # a mixed run: a file no requested target takes is skipped (said in the notes), not an error
-        paths = [p for p in paths if any(_DIALECT[model_kind(p)] in t.dialects for t in explicit)]
+        paths = [p for p in paths if takes(explicit, model_kind(p))]
     run = _lint_files(paths, explicit, rules, opts)
     for pipe in pipelines:
         _lint_pipeline(pipe, explicit, rules, opts, run)
@@ -208,8 +213,6 @@ def lint_paths(paths: list[str], opts: LintOptions) -> Run:
     run.failures.extend(empty)
     return run
 
-
-_DIALECT = {"onnx": "onnx", "openvino": "openvino"}  # file kind -> the IR dialect its loader makes
 
 
 def expand_folders(paths: list[str]) -> tuple[list[str], list[Any], list[LoadFailure]]:
@@ -256,8 +259,7 @@ def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], o
 
     def lint_stage(path: str, model: Any, analyses: Analyses, seconds: float,
                    extra: dict[str, Any]) -> list[LintResult]:
-        targets = ([t for t in explicit if model.dialect in t.dialects] if explicit  # none: said in the notes
-                   else [resolve(DEFAULT_TARGET[model.format])])
+        targets = takes(explicit, model.dialect) if explicit else [resolve(DEFAULT_TARGET[model.format])]
         return lint_loaded(path, model, analyses, targets, rules, opts, seconds, extra)
 
     def configure(path: str, target: Target) -> tuple[Target, dict[str, Any]]:
