@@ -46,3 +46,16 @@ def test_pipeline_section_in_chromium(tmp_path):
         assert b.js("document.querySelectorAll('svg.pipeline line').length") == 3
         assert b.js(TEXT_OUTSIDE) == 0 and b.js(SIDEWAYS) <= 0
         b.screenshot(SHOTS / "pipeline_qwen2_vl.png", full=False)
+
+
+def test_only_the_edges_the_graphs_have_are_drawn(tmp_path):
+    """optimum's T5 folder: the roles imply encoder -> decoder_with_past, which takes no encoder output;
+    the drawing shows the two edges the graphs have, each in its own verdict's colour."""
+    t5 = os.path.join(ROOT, "testmodels", "pipelines", "optimum_text", "t5")
+    page = tmp_path / "t5.html"
+    assert run_cli("report", t5, "--target", "ort", "-o", str(page)).code in (0, 1)
+    html = page.read_text(encoding="utf-8")
+    start = html.index('class="pipeline-section"')
+    section = html[start:html.index("</section>", start)]
+    assert section.count("<rect ") == 4 and section.count("<line ") == 2
+    assert "decoder_with_past_model:" not in section.split("<table", 1)[0]

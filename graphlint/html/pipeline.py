@@ -29,17 +29,18 @@ def _worst(verdicts: list[str]) -> str:
     return max(verdicts, key=lambda v: _RANK.index(v) if v in _RANK else 0, default="ok")
 
 
-def _depths(pipe) -> dict[str, int]:
+def _depths(pipe, edges: list) -> dict[str, int]:
     depth = {s.name: 0 for s in pipe.stages}
     for _ in pipe.stages:  # longest path from a stage no edge feeds (a DAG: len(stages) rounds settle it)
-        for e in pipe.edges:
+        for e in edges:
             if e.source in depth and e.dest in depth:
                 depth[e.dest] = max(depth[e.dest], depth[e.source] + 1)
     return depth
 
 
-def _svg(pipe, edge_verdicts: dict[str, str]) -> str:
-    depth = _depths(pipe)
+def _svg(pipe, arrows: list[tuple]) -> str:
+    """``arrows``: (edge, worst verdict over the targets) for each edge the graphs have."""
+    depth = _depths(pipe, [e for e, _ in arrows])
     cols: dict[int, list[str]] = {}
     for s in pipe.stages:
         cols.setdefault(depth[s.name], []).append(s.name)
@@ -50,11 +51,11 @@ def _svg(pipe, edge_verdicts: dict[str, str]) -> str:
              'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="pipeline stages and edges">',
              ('<defs><marker id="gl-arrow" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" refX="9" '
               'refY="5" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>')]
-    for e in pipe.edges:
+    for e, verdict in arrows:
         if e.source not in pos or e.dest not in pos:
             continue
         (x1, y1), (x2, y2) = pos[e.source], pos[e.dest]
-        color = _COLOR.get(edge_verdicts.get(e.source + ">" + e.dest, "ok"), "#555")
+        color = _COLOR.get(verdict, "#555")
         dash = ' stroke-dasharray="6 3"' if e.merge else ""
         parts.append(f'<line x1="{x1 + W}" y1="{y1 + H / 2}" x2="{x2 - 2}" y2="{y2 + H / 2}" stroke="{color}" '
                      f'stroke-width="2.5"{dash} marker-end="url(#gl-arrow)"><title>{escape(e.describe())}</title></line>')
@@ -78,9 +79,8 @@ def _section(k: int, results: list) -> str:
     for pres in results:
         for ev in pres.contracts:
             per_edge.setdefault(ev.subject, {})[pres.target.title] = (ev.verdict, ev.contract)
-    arrows: dict[str, str] = {}
-    for e, ef in zip(pipe.edges, results[0].contracts, strict=False):
-        arrows[e.source + ">" + e.dest] = _worst([v for v, _ in per_edge.get(ef.subject, {}).values()])
+    arrows = [(ev.edge, _worst([v for v, _ in per_edge[ev.subject].values()]))
+              for ev in results[0].contracts if ev.edge is not None]
     targets = [pres.target.title for pres in results]
     rows = []
     for subject, by_target in per_edge.items():

@@ -15,7 +15,7 @@ from typing import Any
 
 from graphlint.engine import INTERNAL_RULE_ID
 from graphlint.ir import SourceLoc
-from graphlint.pipeline import Pipeline
+from graphlint.pipeline import Edge, Pipeline
 from graphlint.pipeline.contracts import Contracts
 from graphlint.rule import Finding, Rule, Severity
 from graphlint.target import Target
@@ -28,6 +28,7 @@ class EdgeVerdict:
     subject: str  # "vision_embeddings:last_hidden_state -[image tokens]-> language_model:inputs_embeds"
     contract: str  # "f32 [.., 32] -> f32 [.., 32]; rows = image tokens at 5 sizes"
     verdict: str = "ok"  # ok | error | warning | unknown
+    edge: Edge | None = None  # the edge as resolved in the graphs (an implied one they lack is not here)
 
 
 @dataclass
@@ -112,7 +113,7 @@ def verdicts(contracts: Contracts, findings: list[Finding]) -> list[EdgeVerdict]
             verdict = max(f.severity for f in about).label
         elif ef.problem:
             verdict = "unknown"
-        out.append(EdgeVerdict(subject, _contract_text(contracts, ef), verdict))
+        out.append(EdgeVerdict(subject, _contract_text(contracts, ef), verdict, ef.edge))
     return out
 
 
