@@ -40,12 +40,3 @@ def shape_text(shape: Any) -> str:
 
 def size_text(image: tuple[int, int]) -> str:
     return f"{image[1]}x{image[0]}"  # width x height, as people say image sizes
-
-
-def key_of(processor: Any, *names: str) -> Any:
-    """The first of ``names`` the processor arithmetic read (a KeyRef: file, key, value), or None."""
-    keys = getattr(processor, "keys", {}) or {}
-    for n in names:
-        if n in keys:
-            return keys[n]
-    return None

@@ -60,16 +60,17 @@ class ImageTokensVsFeatures(Rule):
             return
         edge = merge.edge.describe()
         proc = c.processor
+        who = proc.processor_cls or proc.cls  # the class that inserts the tokens
+        singles = sum(f.images == 1 for f in c.feeds)  # the sizes checked, each as a one-image prompt
         if c.processor_failures:
             sizes = sorted(c.processor_failures)
             said = ", ".join(P.size_text(s) for s in sizes[:4]) + (" ..." if len(sizes) > 4 else "")
             yield ctx.finding(
-                f"The processor ({proc.processor_cls or proc.cls}) itself fails for {len(sizes)} of the image sizes "
+                f"The processor ({who}) itself fails for {len(sizes)} of the image sizes "
                 f"checked ({said}): {c.processor_failures[sizes[0]]}, computed with the arithmetic of its "
                 f"transformers class ({proc.source.split(';')[0]}).",
                 config=next(iter(proc.keys.values())).file if proc.keys else None, edge=edge,
                 **P.basis("processor-fails"))
-        ref = P.key_of(proc, *TOKEN_KEYS)
         frozen = [f for f in c.feeds if f.conflict]
         if frozen:
             f = frozen[0]
@@ -80,21 +81,20 @@ class ImageTokensVsFeatures(Rule):
                 f"{len(frozen)} of {len(c.feeds)} image sizes ({sizes}): fed {fed}, {f.conflict}. The graph was "
                 f"frozen at another size; ONNX Runtime fails there and OpenVINO fails or returns a wrong result.",
                 stage=f.conflict_stage, edge=edge, severity=Severity.ERROR, **P.basis("stage-frozen-at-fed-size"))
-        bad = [f for f in c.feeds if not f.conflict and f.rows is not None and f.rows != expected_rows(proc, f.feed)]
+        bad = [(f, want) for f in c.feeds if not f.conflict and f.rows is not None
+               and f.rows != (want := expected_rows(proc, f.feed))]
         if bad:
-            f = bad[0]
+            f, want = bad[0]
             read = [proc.keys[k] for k in TOKEN_KEYS if k in proc.keys]
+            ref = read[0] if read else None
             where = (" (from " + ", ".join(f"{r.file} {r.key} = {r.value!r}" for r in read[:4]) + ")") if read else ""
-            more = f"; {len(bad) - 1} more of the {len(c.feeds)} sizes checked disagree" if len(bad) > 1 else ""
-            want = expected_rows(proc, f.feed)
             need = ("" if want == f.feed.tokens else
                     f" where the runtime needs {want} rows to pack into those {f.feed.tokens} positions")
-            which = ("For every image size (a " if len(bad) == len(c.feeds) else "For a ") + _said(f)
-            which += " image)" if len(bad) == len(c.feeds) else " image"
-            if len(bad) == len(c.feeds):
-                more = ""
+            every = len(bad) == len(c.feeds)
+            which = f"For every image size (a {_said(f)} image)" if every else f"For a {_said(f)} image"
+            more = "" if every or len(bad) == 1 else f"; {len(bad) - 1} more of the {len(c.feeds)} sizes checked disagree"
             yield ctx.finding(
-                f"{which} the processor ({proc.processor_cls or proc.cls}) inserts {f.feed.tokens} image "
+                f"{which} the processor ({who}) inserts {f.feed.tokens} image "
                 f"tokens{where} and feeds {P.shape_text(f.feed.pixel_values)}, but the vision side "
                 f"({' -> '.join(c.chain)}) emits {f.rows} rows there{need}{more}: 'Image features and image tokens "
                 f"do not match' (or, with fewer tokens than rows, silently wrong output).",
@@ -103,7 +103,7 @@ class ImageTokensVsFeatures(Rule):
                 image=list(f.feed.image), **P.basis("image-tokens-rows"))
         packed = []  # where the runtime's own code makes the features from the rows (runtimes.py)
         for f in c.feeds:
-            got = (None if f.conflict or f in bad or f.images > 1
+            got = (None if f.conflict or f.images > 1 or any(f is b for b, _ in bad)
                    else runtimes.features(c.pipeline, f.feed.image))
             if got is not None and got[0] != f.feed.tokens:
                 packed.append((f, *got))
@@ -111,9 +111,9 @@ class ImageTokensVsFeatures(Rule):
             f, n, why = packed[0]
             sizes = ", ".join(P.size_text(x.feed.image) for x, _, _ in packed[:4]) + (" ..." if len(packed) > 4 else "")
             yield ctx.finding(
-                f"For a {P.size_text(f.feed.image)} image the processor ({proc.processor_cls or proc.cls}) inserts "
+                f"For a {P.size_text(f.feed.image)} image the processor ({who}) inserts "
                 f"{f.feed.tokens} image tokens but the runtime makes {n} image features: {why}. "
-                f"{len(packed)} of the {sum(x.images == 1 for x in c.feeds)} sizes checked disagree ({sizes}): the merge fails "
+                f"{len(packed)} of the {singles} sizes checked disagree ({sizes}): the merge fails "
                 "('Number of elements of source < number of ones in mask') or the output is silently wrong.",
                 config="config.json", key=runtimes.entry(c.pipeline)["pinpoints"].split(":", 1)[1],
                 stage=c.chain[-1], edge=edge, tokens=f.feed.tokens, features=n, image=list(f.feed.image),
@@ -126,9 +126,9 @@ class ImageTokensVsFeatures(Rule):
                 file, key = legacy[1].split(":", 1)
                 yield ctx.finding(
                     f"{file} says {key} = {legacy[0]}, and {c.pipeline.layout} treats a prompt with fewer image tokens "
-                    f"than that as a legacy prompt it expands itself; the processor ({proc.processor_cls or proc.cls}) "
+                    f"than that as a legacy prompt it expands itself; the processor ({who}) "
                     f"inserts {f.feed.tokens} for a {P.size_text(f.feed.image)} image ({len(few)} of the "
-                    f"{sum(x.images == 1 for x in c.feeds)} sizes checked), so the runtime fails on its prompt.",
+                    f"{singles} sizes checked), so the runtime fails on its prompt.",
                     config=file, key=key, edge=edge, tokens=f.feed.tokens, **P.basis("image-tokens-rows"))
         first = c.stages[c.chain[0]].model if c.chain and c.chain[0] in c.stages else None
         pix = pixel_input(first) if first is not None else None

@@ -64,18 +64,15 @@ class EmbedsWidthMismatch(Rule):
                 stage=ef.edge.source, edge=ef.edge.describe(), out_width=got, in_width=want, **P.basis("embeds-width"))
         lm = next((ef.inp for ef in c.edges if ef.inp is not None and ef.inp.name == "inputs_embeds"), None)
         want = _last(lm.shape) if lm is not None else None
-        for key in HIDDEN_KEYS:
-            for name in ("config.json", "genai_config.json"):
-                hidden = c.pipeline.configs.value(name, key)
-                if isinstance(hidden, int) and want is not None and hidden != want:
-                    yield ctx.finding(
-                        f"{name} says {key} = {hidden} but the language model's 'inputs_embeds' is {want} wide: "
-                        "the runtime sizes the embeddings from the config.",
-                        config=name, key=key, severity=Severity.WARNING, unknown=["whether the runtime reads it"])
-                    return
-                if isinstance(hidden, int):
-                    return
-
+        # the first hidden size a config states (a VLM's text_config first) is the one a runtime would read
+        stated = next(((name, key, v) for key in HIDDEN_KEYS for name in ("config.json", "genai_config.json")
+                       if isinstance(v := c.pipeline.configs.value(name, key), int)), None)
+        if stated is not None and want is not None and stated[2] != want:
+            name, key, hidden = stated
+            yield ctx.finding(
+                f"{name} says {key} = {hidden} but the language model's 'inputs_embeds' is {want} wide: "
+                "the runtime sizes the embeddings from the config.",
+                config=name, key=key, severity=Severity.WARNING, unknown=["whether the runtime reads it"])
 
 def _last(shape) -> int | None:
     if not shape:
