@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 import graphlint
 from graphlint.pipeline import detect
+from testmodels.vlm import seeds
 from tests.conftest import ROOT
 from tests.sarif_github import check_github_sarif
 
@@ -28,17 +30,8 @@ def _copy(src: str, dest: str) -> str:
 
 
 def _edit(folder: str, name: str, key: str, value) -> None:
-    path = os.path.join(folder, name)
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    cur = doc
-    parts = key.split(".")
-    for p in parts[:-1]:
-        cur = cur[p]
-    cur[parts[-1]] = value
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
-
+    """Set a config key (dotted path) as the corpus's seeds do."""
+    seeds.apply_edit(Path(folder), {"op": "set", "file": name, "key": key, "value": value})
 
 def test_optimum_intel_folder_is_one_pipeline_of_its_graphs():
     found = detect.find(LLAVA)
