@@ -85,7 +85,7 @@ def fed_inputs(stages: dict[str, StageModel], pipeline: Pipeline, fed: Feeds) ->
         if sm is None:
             continue
         per: dict[str, list[Shape]] = {}
-        for feed in fed.feeds + (fed.pairs if batched(sm.model) else []):
+        for feed, _ in fed.sent(sm.model):
             for name, shape in _stage_feed(sm.model, feed).items():
                 if shape not in per.setdefault(name, []):
                     per[name].append(shape)
@@ -134,9 +134,7 @@ def build(pipeline: Pipeline, stages: dict[str, StageModel], processor: Any, unk
     chain = _vision_chain(pipeline)
     c = Contracts(pipeline, stages, processor, unknown_processor, edges, [], chain, fed.failures)
     if processor is not None and chain and all(s in stages for s in chain):
-        c.feeds = [_through_chain(c, feed) for feed in fed.feeds]
-        if batched(stages[chain[0]].model):
-            c.feeds += [_through_chain(c, feed, images=2) for feed in fed.pairs]
+        c.feeds = [_through_chain(c, feed, images) for feed, images in fed.sent(stages[chain[0]].model)]
     return c
 
 
@@ -170,6 +168,11 @@ class Feeds:
         out.feeds = list(distinct.values())
         out.pairs = [_two(f) for f in out.feeds]
         return out
+
+    def sent(self, vision: Model) -> list[tuple[Any, int]]:
+        """(feed, images in the prompt) for what reaches the vision graph ``vision``: every feed, and each
+        as two images where the graph declares its batch dynamic."""
+        return [(f, 1) for f in self.feeds] + ([(f, 2) for f in self.pairs] if batched(vision) else [])
 
 
 def _two(feed: Any) -> Any:
