@@ -8,6 +8,7 @@ from graphlint_rules import _pipeline as P
 
 from graphlint.analysis.inputs import preprocess_chain
 from graphlint.pipeline.contracts import Contracts, pixel_input
+from graphlint.pipeline.processors import class_default
 from graphlint.rule import Finding, Rule, Severity
 
 _INTEGER = ("uint8", "int8", "uint16", "int16", "int32", "int64")
@@ -90,8 +91,7 @@ class PixelContract(Rule):
                 f"The processor ({proc.cls}) rescales by {pix.rescale_factor:.6g} and stage '{stage}' divides by 255 "
                 "again: the tower sees values 255 times too small.",
                 stage=stage, **at("do_rescale"), **P.basis("pixel-range"))
-        default_norm = getattr(proc, "normalizes_by_default", True)
-        if not pix.normalize and not normalizes and default_norm:
+        if not pix.normalize and not normalizes and class_default(proc.cls, "do_normalize", True):
             yield ctx.finding(
                 f"The processor ({proc.cls}) does not normalize (do_normalize = false, its class normalizes by default) "
                 f"and stage '{stage}' does not subtract a mean either: the tower is fed pixels in "

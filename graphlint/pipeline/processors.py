@@ -106,6 +106,11 @@ def table_arith(cls: str) -> str:
     return str(_table()["image_processor"][cls]["arith"])
 
 
+def class_default(cls: str, key: str, default: Any = None) -> Any:
+    """What image processor class ``cls`` does when no config states ``key`` (rules/data/processors.toml)."""
+    return _table()["image_processor"][cls].get("defaults", {}).get(key, default)
+
+
 def canonical(name: str) -> str:
     """Config class name -> table name: transformers writes Fast/Pil variants and old FeatureExtractors."""
     for suffix in ("Fast", "Pil"):
