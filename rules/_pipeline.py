@@ -1,4 +1,4 @@
-"""What the pipeline rules (GL8xxx) share: their facts file, and naming an edge or a config key.
+"""What the pipeline rules (GL8xxx) share: their facts file and the image sizes in their messages.
 
 Not a rule module (leading underscore).
 """
@@ -30,12 +30,6 @@ def basis(fact_id: str) -> dict[str, Any]:
     if fact_id not in _facts():
         raise KeyError(f"no fact {fact_id!r} in rules/data/{FACTS}")
     return C.props(C.fact_basis(FACTS, fact_id))
-
-
-def shape_text(shape: Any) -> str:
-    if shape is None:
-        return "[?]"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def size_text(image: tuple[int, int]) -> str:

@@ -8,6 +8,7 @@ from graphlint_rules import _pipeline as P
 
 from graphlint.pipeline import runtimes
 from graphlint.pipeline.contracts import Contracts, expected_rows, pixel_input
+from graphlint.pipeline.engine import shape_text
 from graphlint.rule import Finding, Rule, Severity
 
 # the processor facts that decide the token count, in the order a message names them
@@ -75,7 +76,7 @@ class ImageTokensVsFeatures(Rule):
         if frozen:
             f = frozen[0]
             sizes = ", ".join(_said(x) for x in frozen[:4]) + (" ..." if len(frozen) > 4 else "")
-            fed = ", ".join(f"'{k}' {P.shape_text(v)}" for k, v in f.fed.get(f.conflict_stage, {}).items())
+            fed = ", ".join(f"'{k}' {shape_text(v)}" for k, v in f.fed.get(f.conflict_stage, {}).items())
             yield ctx.finding(
                 f"Stage '{f.conflict_stage}' cannot run at what the processor ({proc.cls}) feeds for "
                 f"{len(frozen)} of {len(c.feeds)} image sizes ({sizes}): fed {fed}, {f.conflict}. The graph was "
@@ -95,7 +96,7 @@ class ImageTokensVsFeatures(Rule):
             more = "" if every or len(bad) == 1 else f"; {len(bad) - 1} more of the {len(c.feeds)} sizes checked disagree"
             yield ctx.finding(
                 f"{which} the processor ({who}) inserts {f.feed.tokens} image "
-                f"tokens{where} and feeds {P.shape_text(f.feed.pixel_values)}, but the vision side "
+                f"tokens{where} and feeds {shape_text(f.feed.pixel_values)}, but the vision side "
                 f"({' -> '.join(c.chain)}) emits {f.rows} rows there{need}{more}: 'Image features and image tokens "
                 f"do not match' (or, with fewer tokens than rows, silently wrong output).",
                 config=ref.file if ref is not None else None, key=ref.key if ref is not None else None,

@@ -121,8 +121,7 @@ def _contract_text(contracts: Contracts, ef: Any) -> str:
     if ef.problem:
         return ef.problem
     def port(v: Any) -> str:
-        dims = "?" if v.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in v.shape) + "]"
-        return f"{v.dtype or '?'} {dims}"
+        return f"{v.dtype or '?'} {shape_text(v.shape)}"
     text = f"{port(ef.out)} -> {port(ef.inp)}"
     if ef.edge.merge:
         singles = [f for f in contracts.feeds if f.images == 1]
@@ -135,3 +134,7 @@ def _contract_text(contracts: Contracts, ef: Any) -> str:
                      + (" (and each as two images in one prompt)" if pairs else ""))
     return text
 
+
+def shape_text(shape: Any) -> str:
+    """A shape as messages and the report print it: ``[?, 16, 48]``, ``?`` for an unknown rank."""
+    return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
