@@ -64,6 +64,7 @@ TOP_KEYS: dict[str, str] = {
     "shapes": "table",
     "source-root": "str",
     "pipeline": "tables",  # a deployment folder's stages and edges (graphlint.pipeline.detect reads it)
+    "confirm": "table",  # --confirm's settings (graphlint.confirm.options)
 }
 ALIASES = {"targets": "target"}
 SUPPRESS_KEYS = {"model": "str", "rule": "str", "node": "str", "target": "str", "reason": "str"}
@@ -270,6 +271,7 @@ def effective_config(
     precision: str | None = None,
     input_ranges: list[str] | None = None,
     source_root: str | None = None,
+    confirm: bool | None = None,
 ) -> Effective:
     """The effective options: the command line's values over the configuration file's over defaults."""
     eff = Effective()
@@ -280,10 +282,24 @@ def effective_config(
     _target_options(eff, conf, precision, input_ranges or [])
     _shape_profiles(eff, conf, shapes, base)
     _baseline_and_suppressions(eff, conf, baseline, base)
+    _confirm(eff, conf, confirm)
     eff.set("root", globals()["repo_root"](repo_root), "command line --repo-root" if repo_root else
             "default (git root or working directory)")
     _source_root(eff, conf, source_root, base)
     return eff
+
+
+def _confirm(eff: Effective, conf: dict[str, Any], flag: bool | None) -> None:
+    """``[confirm]``: whether models are run on the installed engines after the rules, and how."""
+    from graphlint.confirm.options import parse
+
+    table = conf.get("confirm", {})
+    enabled, opts = parse(table, eff.file_source("confirm") if table else "confirm")
+    if flag is not None:
+        eff.set("confirm", flag, "command line --confirm")
+    else:
+        eff.set("confirm", enabled, eff.file_source("confirm") if "enabled" in table else "default")
+    eff.values["_confirm"] = opts
 
 
 def _source_root(eff: Effective, conf: dict[str, Any], source_root: str | None, base: str) -> None:
@@ -501,15 +517,18 @@ def options_from(eff: Effective) -> LintOptions:
     opts.rule_options["shapes"] = eff.values["_shape_globs"][1]
     opts.suppressions = list(eff.values["_suppressions"])
     opts.per_model = _per_model(eff)
+    opts.confirm = eff.values["_confirm"] if eff.values["confirm"] else None
     return opts
 
 
 def resolve_options(*, targets, select, ignore, shapes, config_path, repo_root: str | None,
                     models: list[str] | None = None, source_root: str | None = None,
-                    precision: str | None = None, input_ranges: list[str] | None = None) -> LintOptions:
+                    precision: str | None = None, input_ranges: list[str] | None = None,
+                    confirm: bool | None = None) -> LintOptions:
     return options_from(effective_config(targets=targets, select=select, ignore=ignore, shapes=shapes,
                                          config_path=config_path, repo_root=repo_root, models=models,
-                                         source_root=source_root, precision=precision, input_ranges=input_ranges))
+                                         source_root=source_root, precision=precision, input_ranges=input_ranges,
+                                         confirm=confirm))
 
 
 def parse_input_range(text: str) -> tuple[str, list[float]]:

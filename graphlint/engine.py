@@ -29,6 +29,7 @@ class LintResult:
     findings: list[Finding]
     timings: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    confirm: dict[str, Any] | None = None  # what --confirm ran and settled (graphlint.confirm.verdicts.run_note)
 
 
 def applies(rule: type[Rule], model: Model, target: Target) -> bool:

@@ -91,6 +91,8 @@ class LintOptions:
     # each model's header only (path, format, metadata: see detached), so callers that read a
     # result's graph (HTML report, baselines, fix) keep the default 1.
     jobs: int = 1
+    # --confirm: run the models on the installed engines after the rules (graphlint.confirm.ConfirmOptions)
+    confirm: Any = None
 
 
 def selected_rules(opts: LintOptions) -> list[type[Rule]]:
@@ -125,6 +127,12 @@ def lint_loaded(path: str, model: Any, analyses: Analyses, targets: list[Target]
         res = run_rules(model, target, rules, options, analyses)
         res.timings = {**timings, **res.timings}
         results.append(res)
+    if opts.confirm is not None and results:
+        from graphlint.confirm import confirm_model
+
+        _, options = _configure(path, results[0].target, opts)
+        options.update(extra or {})
+        confirm_model(path, model, analyses, results, options, rules, opts.confirm)
     attach_origins(analyses, results, opts.source_root or opts.root)
     return results
 
@@ -266,7 +274,7 @@ def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], o
         return _configure(path, target, opts)
 
     try:
-        with gc_paused(), time_budget(opts.time_budget * max(1, len(pipe.stages))):
+        with gc_paused(), time_budget(model_budget(opts) * max(1, len(pipe.stages))):
             results, piped, failed = lint_pipeline(pipe, lint_stage, configure, rules, _structure_work(rules))
     except TimeBudgetExceeded:
         run.failures.append(budget_failure(pipe.folder, opts.time_budget))
@@ -287,7 +295,7 @@ def _lint_files(paths: list[str], explicit: list[Target], rules: list[type[Rule]
         per_path = workers.lint_each(
             paths, functools.partial(workers.lint_detached, one),
             functools.partial(budget_outcome, seconds=opts.time_budget),
-            jobs=opts.jobs, time_budget=opts.time_budget, on_model=opts.on_model, died=one)
+            jobs=opts.jobs, time_budget=model_budget(opts), on_model=opts.on_model, died=one)
     else:
         per_path = [lint_one(path, explicit, rules, opts) for path in paths]
     results: list[LintResult] = []
@@ -322,7 +330,7 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: L
         opts.on_model(path)
     targets = explicit or [resolve(DEFAULT_TARGET[model_kind(path)])]
     try:
-        with time_budget(opts.time_budget):
+        with time_budget(model_budget(opts)):
             return lint_model(path, targets, rules, opts, child=child), None
     except TimeBudgetExceeded:
         return [], budget_failure(path, opts.time_budget)
@@ -332,6 +340,14 @@ def lint_one(path: str, explicit: list[Target], rules: list[type[Rule]], opts: L
         return [], LoadFailure(path, str(e))
     except (MemoryError, RecursionError) as e:
         return [], LoadFailure(path, f"model too large or too deeply nested to analyse ({type(e).__name__})")
+
+
+def model_budget(opts: LintOptions) -> float:
+    """Seconds one model may take: the static budget, and under --confirm each engine's own budget
+    (the engine children are killed at theirs; bisection runs a few more of them)."""
+    if not opts.time_budget or opts.confirm is None:
+        return opts.time_budget
+    return opts.time_budget + 8 * opts.confirm.budget if opts.confirm.budget else 0.0
 
 
 def model_kind(path: str) -> str:

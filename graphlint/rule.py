@@ -153,7 +153,8 @@ class Rule:
     # so the engine no longer reads this; it stays for rule packs that set it.
     reads_types: ClassVar[bool] = True
     # "model": runs on each model (check / check_node); "pipeline": runs once per deployment folder's
-    # pipeline on its contracts (check_pipeline, graphlint.pipeline.engine), never on a model alone.
+    # pipeline on its contracts (check_pipeline, graphlint.pipeline.engine), never on a model alone;
+    # "confirm": runs on what the engines did under --confirm (check_confirm, graphlint.confirm).
     scope: ClassVar[str] = "model"
     fixable: ClassVar[bool] = False  # attaches a machine-applicable rewrite
     source: ClassVar[str] = ""  # where the rule's facts come from (docs, data files)
@@ -167,6 +168,10 @@ class Rule:
 
     def check_pipeline(self, ctx: Any) -> Iterable[Finding]:
         """Pipeline rules (``scope = "pipeline"``): ``ctx`` is a graphlint.pipeline.engine.PipelineContext."""
+        return ()
+
+    def check_confirm(self, ctx: Any) -> Iterable[Finding]:
+        """Runtime rules (``scope = "confirm"``): ``ctx`` is a graphlint.confirm.ConfirmContext."""
         return ()
 
     # --- documentation -------------------------------------------------------------

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from graphlint.fix.verify import OPENVINO_F32, tolerance
+from graphlint.fix.verify import OPENVINO_F32
+from graphlint.runners.compare import tolerance
 
 SPEC_TOL = (1e-3, 1e-4)  # rtol, atol (fp32, as the issue measures)
 ENGINES = ("ort", "openvino")

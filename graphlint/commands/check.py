@@ -36,12 +36,16 @@ FORMATS = ["text", "json", "sarif", "github"]
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Processes to use: models linted at once, each in a worker, and a big model's "
                    "inference and checker. Default: one per core (or GRAPHLINT_JOBS); 1 = one process.")
+@click.option("--confirm/--no-confirm", "confirm", default=None,
+              help="Run each model on the installed engines of the requested targets (ONNX Runtime CPU, OpenVINO "
+                   "CPU, TensorRT with a GPU) at the sizes to be fed, in a child process, and settle what static "
+                   "analysis could not prove ([confirm] in the configuration sets it up).")
 @click.option("--keep-fp32", "keep_fp32", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write the precision findings' keep-fp32 lists in each engine's syntax (JSON if FILE ends "
                    "in .json); the text report prints them too.")
 @guarded
 def command(models, targets, select, ignore, shapes, config_path, repo_root, source_root, debug, fmt, output, fail_level,
-            baseline_path, stats, color, show_info, expand, time_budget, jobs, keep_fp32) -> None:
+            baseline_path, stats, color, show_info, expand, time_budget, jobs, confirm, keep_fp32) -> None:
     """Lint MODELS (.onnx or OpenVINO .xml) against the target engines."""
     common.collector_off_until_exit()
     from graphlint import lint, procs
@@ -50,7 +54,7 @@ def command(models, targets, select, ignore, shapes, config_path, repo_root, sou
 
     if jobs:
         procs.set_jobs(jobs)
-    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models)
+    opts = build_options(targets, select, ignore, shapes, config_path, repo_root, source_root, models, confirm)
     if time_budget is not None:
         opts.time_budget = time_budget
     if not (baseline_path or opts.baseline):  # matching a baseline reads each model's graph

@@ -86,7 +86,8 @@ def _to_meta(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=()) -> LintOptions:
+def build_options(targets, select, ignore, shapes, config_path, repo_root, source_root=None, models=(),
+                  confirm: bool | None = None) -> LintOptions:
     from graphlint.config import resolve_options
 
     ctx = click.get_current_context(silent=True)
@@ -95,6 +96,7 @@ def build_options(targets, select, ignore, shapes, config_path, repo_root, sourc
         targets=list(targets), select=split_values(select), ignore=split_values(ignore), shapes=list(shapes),
         config_path=config_path, repo_root=repo_root, models=list(models), source_root=source_root,
         precision=meta.get("graphlint.precision"), input_ranges=list(meta.get("graphlint.input_range") or ()),
+        confirm=confirm,
     )
 
 

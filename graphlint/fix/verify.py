@@ -19,55 +19,11 @@ import onnx
 
 from graphlint.fix.base import ONNX_FORMAT, InputMap
 from graphlint.fix.ir_model import IRModel
+from graphlint.runners import RunError
+from graphlint.runners import one_line as _one_line
+from graphlint.runners.compare import Comparison, compare
 
-# (rtol, atol) per output dtype kind; integer and bool outputs must match exactly.
-TOLERANCE: dict[str, tuple[float, float]] = {
-    "float64": (1e-7, 1e-9),
-    "float32": (1e-3, 1e-4),
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (5e-2, 5e-2),
-}
 _TWO_GB = 2**31 - 1
-
-
-def tolerance(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """The looser of the two dtypes' tolerances (double -> float compares at float32's)."""
-    ta = TOLERANCE.get(str(a.dtype), (0.0, 0.0))
-    tb = TOLERANCE.get(str(b.dtype), (0.0, 0.0))
-    return max(ta[0], tb[0]), max(ta[1], tb[1])
-
-
-@dataclass
-class Comparison:
-    ok: bool
-    max_abs_diff: dict[str, float] = field(default_factory=dict)
-    problem: str = ""
-
-
-def compare(ref: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> Comparison:
-    diffs: dict[str, float] = {}
-    if set(ref) != set(new):
-        return Comparison(False, problem=f"outputs changed: {sorted(ref)} -> {sorted(new)}")
-    for name, a in ref.items():
-        b = new[name]
-        if a.shape != b.shape:
-            return Comparison(False, diffs, f"output {name!r} shape {list(a.shape)} -> {list(b.shape)}")
-        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
-            af, bf = a.astype(np.float64), b.astype(np.float64)
-            if not np.array_equal(np.isnan(af), np.isnan(bf)):
-                return Comparison(False, diffs, f"output {name!r}: NaNs differ")
-            fin = ~np.isnan(af)
-            d = float(np.max(np.abs(af[fin] - bf[fin]))) if fin.any() else 0.0
-            diffs[name] = d
-            rtol, atol = tolerance(a, b)
-            if not np.allclose(af[fin], bf[fin], rtol=rtol, atol=atol):
-                return Comparison(False, diffs, f"output {name!r} differs by up to {d:.3g} "
-                                                f"(tolerance rtol={rtol:g}, atol={atol:g})")
-        else:
-            diffs[name] = float(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)))) if a.size else 0.0
-            if not np.array_equal(a, b):
-                return Comparison(False, diffs, f"output {name!r} (dtype {a.dtype}) differs")
-    return Comparison(True, diffs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,10 +156,6 @@ def apply_input_map(feeds: dict[str, np.ndarray], imap: InputMap) -> dict[str, n
 # Runners
 
 
-class RunError(Exception):
-    pass
-
-
 def _ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], workdir: str) -> dict[str, np.ndarray]:
     import onnxruntime as ort
 
@@ -265,13 +217,6 @@ def _ov_run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], workdir: 
     except Exception as e:
         raise RunError(_one_line(e)) from None
     return _ov_run_model(ovm, feeds)
-
-
-def _one_line(e: BaseException) -> str:
-    """The informative line of an engine error (OpenVINO leads with source locations and checks)."""
-    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-    useful = [ln for ln in lines if not ln.startswith(("Exception from src/", "Check '"))]
-    return (useful or lines or [type(e).__name__])[0][:300]
 
 
 def structural_problem(model: Any, fmt: str, workdir: str) -> str | None:

@@ -1,0 +1,142 @@
+"""``graphlint check --confirm``: run what static analysis could not prove on the engines installed.
+
+After the rules ran on a model, :func:`confirm_model` plans the sizes to run at and the inputs to
+feed (graphlint.confirm.plan, .feeds), runs the model on each installed engine that matches a
+requested target, each in a child process within a time budget (.execute, .child), then
+
+1. settles the static findings: confirmed, cleared or contradicted (.verdicts);
+2. checks each output's shape and compares the engines' values, bisecting a difference to the first
+   node where it appears (.outputs, .bisect);
+3. runs the runtime rules (``scope = "confirm"``: GL9101 runtime failure, GL9102 output shape,
+   GL9103 engines disagree) on what is left, as findings of the same result.
+
+Nothing here is imported unless ``--confirm`` is given, and no engine is imported in this process.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any
+
+from graphlint.confirm.options import ConfirmOptions
+from graphlint.rule import Finding, Rule, RuleContext
+
+
+class ConfirmContext(RuleContext):
+    """What a runtime rule sees: the rule context of the model and target, and the engine's record."""
+
+    def __init__(self, base: RuleContext, run: Any, plan: Any, unpredicted: list[Any], shapes: list[Any],
+                 divergences: list[Any]) -> None:
+        super().__init__(base.model, base.target, base.analyses, base.options)
+        self.run = run
+        self.plan = plan
+        self.unpredicted = unpredicted
+        self.shape_problems = shapes
+        self.divergences = divergences
+        self._nodes: dict[str, Any] | None = None
+
+    def node(self, name: str | None) -> Any:
+        """The node an engine named, if the model has one of that name."""
+        if not name:
+            return None
+        if self._nodes is None:
+            from graphlint.confirm.verdicts import nodes_by_name
+
+            self._nodes = nodes_by_name(self.model)
+        return self._nodes.get(name)
+
+
+def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], options: dict[str, Any],
+                  rules: list[type[Rule]], copts: ConfirmOptions) -> None:
+    """Run ``model`` on the engines of ``results``' targets and settle their findings in place."""
+    from graphlint.confirm import execute, outputs, verdicts
+    from graphlint.confirm.engines import engine_for
+    from graphlint.confirm.plan import SAMPLE, make_plan
+
+    t0 = time.perf_counter()
+    engines: dict[Any, list[Any]] = {}
+    notes: dict[str, str] = {}
+    for res in results:
+        eng, why = engine_for(res.target)
+        if eng is None:
+            notes[res.target.spec] = why
+        else:
+            engines.setdefault(eng, []).append(res)
+    refused = _refused(results)
+    if refused:
+        for res in results:
+            res.confirm = {"skipped": refused}
+        return
+    if not engines:
+        for res in results:
+            res.confirm = {"skipped": notes[res.target.spec]}
+        return
+    facts = analyses.get("shapes", None)
+    first = results[0]
+    plan = make_plan(model, facts.const, options, [f for r in results for f in r.findings],
+                     first.target.option("input_ranges"))
+    if not copts.sample:
+        plan.points = [p for p in plan.points if p.kind != SAMPLE]
+    if plan.problem or not plan.points:
+        why = plan.problem or "no size to run at: give the sizes you feed with --shapes"
+        for res in results:
+            res.confirm = {"skipped": f"cannot feed the model: {why}"}
+        return
+    runs: dict[Any, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="graphlint-feeds-") as feeds_dir:
+        execute.write_feeds(plan, feeds_dir, copts.seed)
+        for eng, of in engines.items():
+            runs[eng] = execute.run_engine(path, eng, [r.target.spec for r in of], plan, feeds_dir, copts.budget,
+                                           copts.engines.get(eng.runner, {}))
+        ran = [er for er in runs.values() if er.runs]
+        shapes = outputs.shape_problems(model, ran)
+        diverged = outputs.divergences(ran) if copts.compare and len(ran) > 1 else []
+        if diverged and copts.bisect:
+            from graphlint.confirm import bisect
+
+            for d in diverged:
+                d.bisected = bisect.locate(path, model, d, plan, feeds_dir, copts)
+    confirm_rules = sorted((r for r in rules if r.scope == "confirm"), key=lambda r: r.id)
+    for eng, of in engines.items():
+        er = runs[eng]
+        for res in of:
+            settled = verdicts.settle(res.findings, er, plan)
+            mine = verdicts.confirm_drift(res.findings, [d for d in diverged if er in (d.a, d.b)], er)
+            ctx = ConfirmContext(RuleContext(model, res.target, analyses, options), er, plan, settled.unpredicted,
+                                 [s for s in shapes if s.engine is er], mine)
+            res.findings.extend(_run_rules(confirm_rules, ctx))
+            res.findings.sort(key=Finding.sort_key)
+            res.confirm = verdicts.run_note(er, settled)
+    for res in results:
+        if getattr(res, "confirm", None) is None:
+            res.confirm = {"skipped": notes.get(res.target.spec, "not run")}
+        res.timings["confirm"] = time.perf_counter() - t0
+
+
+def _refused(results: list[Any]) -> str:
+    """Why the model must not be handed to an engine: its external data leaves its folder."""
+    for res in results:
+        for f in res.findings:
+            if f.rule_id == "GL0005" and "outside" in f.message:
+                return "its external data points outside the model's folder, which an engine would read (GL0005)"
+    return ""
+
+
+def _run_rules(rules: list[type[Rule]], ctx: ConfirmContext) -> list[Finding]:
+    from graphlint.engine import _crash_finding
+
+    out: list[Finding] = []
+    overrides = ctx.options.get("severity_overrides", {})
+    for rule_cls in rules:
+        ctx.rule = rule_cls
+        try:
+            found = list(rule_cls().check_confirm(ctx))
+        except Exception as e:
+            found = [_crash_finding(ctx.model, ctx.target, rule_cls, e)]
+        sev = overrides.get(rule_cls.id)
+        for f in found:
+            if sev is not None:
+                f.severity = sev
+        out.extend(found)
+    return out

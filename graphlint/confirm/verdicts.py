@@ -1,0 +1,202 @@
+"""Turn what the engines did into verdicts on the static findings, and the runtime facts left over.
+
+For each target an engine ran:
+
+- a failure (load, run at a point, a crash) is matched to the findings that predicted it: a finding
+  on the node the engine names, else, where the engine names none, the target's static errors, or
+  its unknown-premise findings of the family the failure belongs to (validity and support for a
+  load; shapes and contracts for a run). A matched finding whose premise was unknown is
+  **confirmed**: an error where the size is given or the export's own (a warning at a sample size),
+  carrying the engine's message. An unmatched failure is left for GL9101;
+- when every point ran, each unknown-premise finding is **cleared**: info, saying which runs cleared
+  it; a static error claiming that the engine refuses the model (validity, support: GL0/GL1) is
+  **contradicted**: a warning that says the engine loaded and ran it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphlint.confirm.execute import EngineRun
+from graphlint.confirm.plan import SAMPLE, Plan, Point
+from graphlint.ir import Model, Node
+from graphlint.rule import Finding, Severity
+
+LOAD_FAMILIES = ("GL0", "GL1")
+RUN_FAMILIES = ("GL0", "GL1", "GL2", "GL3", "GL4", "GL5", "GL6", "GL7")
+
+
+@dataclass
+class Failure:
+    """One thing an engine refused or broke on."""
+
+    engine: EngineRun
+    stage: str  # "load" | "run"
+    message: str
+    node: str | None
+    point: Point | None = None
+
+    @property
+    def sample_only(self) -> bool:
+        return self.point is not None and self.point.kind == SAMPLE
+
+    def evidence(self) -> dict[str, Any]:
+        e = self.engine.engine
+        out: dict[str, Any] = {"engine": e.runner, "version": e.version, "device": e.device, "stage": self.stage,
+                               "message": self.message}
+        if self.node:
+            out["node"] = self.node
+        if self.point is not None:
+            out["point"] = self.point.label
+            out["shapes"] = {k: list(v) for k, v in self.point.shapes.items()}
+        return out
+
+    def text(self) -> str:
+        where = "loading the model" if self.point is None else f"at {self.point.text()}"
+        return f"{self.engine.engine.title} fails {where}: {self.message}"
+
+
+@dataclass
+class Settled:
+    """The verdicts for one target's result, and what is left for the runtime rules."""
+
+    unpredicted: list[Failure] = field(default_factory=list)
+    confirmed: int = 0
+    cleared: int = 0
+    contradicted: int = 0
+
+
+def failures(er: EngineRun) -> list[Failure]:
+    out = []
+    if er.load_error:
+        out.append(Failure(er, "load", er.load_error, er.load_node))
+    for rec in er.runs:
+        if not rec.ok:
+            out.append(Failure(er, "run", rec.error, rec.node, rec.point))
+    return out
+
+
+def basis(er: EngineRun) -> str:
+    e = er.engine
+    return f"engine-run:{e.runner} {e.version} {e.device}"
+
+
+def nodes_by_name(model: Model) -> dict[str, Node]:
+    return {n.name: n for n in model.walk() if n.name}
+
+
+def settle(findings: list[Finding], er: EngineRun, plan: Plan) -> Settled:
+    """Confirm, clear or contradict ``findings`` (one target's, changed in place) by ``er``'s runs."""
+    out = Settled()
+    if not er.loaded and not er.load_error:
+        return out
+    fails = failures(er)
+    for f in fails:
+        matched = _predicted_by(findings, f)
+        if not matched:
+            out.unpredicted.append(f)
+            continue
+        for finding in matched:
+            if _confirm(finding, f, er):
+                out.confirmed += 1
+    if fails or er.crashed:
+        return out
+    ran = [rec for rec in er.runs if rec.ok]
+    if not ran:
+        return out
+    said = ", ".join(rec.point.label for rec in ran)
+    for finding in findings:
+        props = finding.properties
+        if props.get("confirm"):
+            continue
+        if props.get("unknown"):
+            finding.severity = Severity.INFO
+            finding.message += f" Cleared: {er.engine.title} ran the model at {said}."
+            props["confirm"] = {"verdict": "cleared", "engine": er.engine.runner, "version": er.engine.version,
+                                "points": [rec.point.label for rec in ran]}
+            out.cleared += 1
+        elif finding.severity >= Severity.ERROR and finding.rule_id.startswith(LOAD_FAMILIES) \
+                and finding.target.split("@")[0] in ("ort", "openvino", "trt"):
+            finding.severity = Severity.WARNING
+            finding.message += f" Contradicted: {er.engine.title} loaded the model and ran it at {said}."
+            props["confirm"] = {"verdict": "contradicted", "engine": er.engine.runner, "version": er.engine.version,
+                                "points": [rec.point.label for rec in ran]}
+            out.contradicted += 1
+    return out
+
+
+def _predicted_by(findings: list[Finding], f: Failure) -> list[Finding]:
+    live = [x for x in findings if not x.suppressed and x.severity >= Severity.WARNING]
+    if f.node:
+        on_node = [x for x in live if x.node == f.node]
+        if on_node:
+            return on_node
+    families = LOAD_FAMILIES if f.stage == "load" else RUN_FAMILIES
+    errors = [x for x in live if x.severity >= Severity.ERROR and x.rule_id.startswith(families)]
+    if errors and not f.node:
+        return errors
+    if f.node:  # the engine names a node no finding is about: a static error elsewhere did not predict it
+        return []
+    return [x for x in live if x.properties.get("unknown") and x.rule_id.startswith(families)]
+
+
+def _confirm(finding: Finding, f: Failure, er: EngineRun) -> bool:
+    props = finding.properties
+    if props.get("confirm", {}).get("verdict") == "confirmed":
+        return False
+    props["confirm"] = {"verdict": "confirmed", **f.evidence()}
+    if props.get("unknown") and not f.sample_only:
+        props.pop("unknown")
+        props["basis"] = basis(er)
+        finding.severity = Severity.ERROR
+    elif finding.severity < Severity.ERROR and f.sample_only:
+        finding.message += " (at a sample size graphlint chose: give the sizes you feed with --shapes)"
+    finding.message += f" Confirmed: {f.text()}."
+    return True
+
+
+def run_note(er: EngineRun, settled: Settled | None) -> dict[str, Any]:
+    """The one-line summary a report prints per model and target (``confirm`` of the result)."""
+    e = er.engine
+    doc: dict[str, Any] = {"engine": e.runner, "version": e.version, "device": e.device,
+                           "seconds": round(er.seconds, 3)}
+    if er.precision:
+        doc["precision"] = er.precision
+    if er.skipped:
+        doc["skipped"] = er.skipped
+        return doc
+    doc["points"] = [{"label": r.point.label, "kind": r.point.kind, "ok": r.ok,
+                      "shapes": {k: list(v) for k, v in r.point.shapes.items()}} for r in er.runs]
+    if er.load_error:
+        doc["load_error"] = er.load_error
+    if er.crashed:
+        doc["crashed"] = er.crashed
+    if settled is not None:
+        doc.update(confirmed=settled.confirmed, cleared=settled.cleared, contradicted=settled.contradicted,
+                   unpredicted=len(settled.unpredicted))
+    return doc
+
+
+def confirm_drift(findings: list[Finding], divergences: list[Any], er: EngineRun) -> list[Any]:
+    """Confirm the drift findings (GL2xxx) on the node a bisection found; the divergences no drift
+    finding of this target predicted are returned, for GL9103."""
+    left = []
+    for d in divergences:
+        loc = d.bisected
+        name = loc.node if loc is not None else None
+        drift = [f for f in findings if name and f.node == name and f.rule_id.startswith("GL2")]
+        if not drift or (loc.wrong is not None and er.engine.runner not in loc.wrong):
+            left.append(d)
+            continue
+        other = d.b if d.a is er else d.a
+        for f in drift:
+            f.properties["confirm"] = {"verdict": "confirmed", "engine": er.engine.runner,
+                                       "version": er.engine.version, "point": d.point.label,
+                                       "against": other.engine.runner, "message": d.comparison.problem}
+            f.message += (f" Confirmed: {er.engine.title} and {other.engine.title} return different values from this "
+                          f"node on, at {d.point.text()} ({d.comparison.problem}).")
+            if f.properties.pop("unknown", None) is not None and loc.wrong is not None:
+                f.severity = Severity.ERROR
+                f.properties["basis"] = basis(er)
+    return left
