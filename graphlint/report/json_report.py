@@ -66,14 +66,17 @@ def render_json(run: Run) -> str:
         counts = {"error": 0, "warning": 0, "info": 0, "suppressed": 0}
         for f in res.findings:
             counts["suppressed" if f.suppressed else f.severity.label] += 1
-        models.append({
+        entry = {
             "path": res.model.path,
             "format": res.model.format,
             "target": res.target.spec,
             "stats": res.stats,
             "summary": counts,
             "findings": [finding_dict(f) for f in res.findings],
-        })
+        }
+        if res.confirm is not None:  # --confirm: what ran where, and what it settled
+            entry["confirm"] = res.confirm
+        models.append(entry)
     pipelines = [pipeline_dict(p) for p in run.pipelines]
     c = run.counts()
     doc = {
