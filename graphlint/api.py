@@ -81,18 +81,29 @@ class Report:
 
 def check(model: Any, target: str | Sequence[str] = "trt", *, select: Sequence[str] = (),
           ignore: Sequence[str] = (), shapes: Sequence[str] = (), config: str | None = None,
-          root: str | None = None) -> Report:
+          root: str | None = None, confirm: bool | dict[str, Any] | None = None) -> Report:
     """Lint ``model`` for ``target`` (``"trt"``, ``"ort@1.32"``, ``"openvino@npu"``, or a list of them).
 
     ``select`` / ``ignore`` take rule ids, prefixes, names or families as ``--select`` does;
     ``shapes`` the ``NAME:MIN,OPT,MAX`` profiles of ``--shapes``; ``config`` a graphlint.toml or
-    pyproject.toml (default: the one found from ``root``, else the working folder)."""
+    pyproject.toml (default: the one found from ``root``, else the working folder). ``confirm``:
+    ``True`` runs the model on the installed engines as ``--confirm`` does, a dict does so with the
+    settings of the ``[confirm]`` table (``{"budget": 60, "openvino": {...}}``), ``None`` takes the
+    configuration's. Given a ``torch.onnx.ONNXProgram``, confirm also compares every engine with its
+    exported program."""
     from graphlint.config import resolve_options
 
     path, scratch = _as_file(model)
     targets = [target] if isinstance(target, str) else list(target)
     opts = resolve_options(targets=targets, select=list(select), ignore=list(ignore), shapes=list(shapes),
-                           config_path=config, repo_root=root, models=[path])
+                           config_path=config, repo_root=root, models=[path],
+                           confirm=None if confirm is None else bool(confirm))
+    if isinstance(confirm, dict):
+        from graphlint.confirm.options import parse
+
+        _, opts.confirm = parse(confirm, "confirm")
+    if opts.confirm is not None and hasattr(model, "exported_program") and hasattr(model, "model_proto"):
+        opts.confirm.reference = model  # torch.onnx.ONNXProgram: its exported program is the reference
     opts.jobs = 1  # one model, in this process
     return Report(lint_run([path], opts), scratch)
 

@@ -32,6 +32,9 @@ class EnginesDisagree(Rule):
     Rewrite the node to a form every engine computes alike (`graphlint fix` has rewrites for the
     known cases), or pin the engine the results were validated on.
 
+    When `graphlint.check` is given the `torch.onnx.ONNXProgram` itself, each engine is also
+    compared with its exported program (the PyTorch reference), which decides who is wrong.
+
     An error for the target whose engine disagrees with the reference; a warning naming both
     engines where the reference cannot run the node (a contrib op) or the bisection could not
     isolate it.
@@ -61,7 +64,11 @@ class EnginesDisagree(Rule):
                      else (loc.detail if loc is not None else f"at output '{d.output}'"))
             msg = (f"{er.engine.title} and {other.engine.title} return different values at {d.point.text()}: "
                    f"{d.comparison.problem}; the difference starts {where}.")
-            if wrong is not None:
+            if other.engine.runner == "pytorch":
+                msg = (f"{er.engine.title} returns other values than the PyTorch reference (the exported program "
+                       f"given to graphlint.check, torch {other.engine.version}) at {d.point.text()}: "
+                       f"{d.comparison.problem}.")
+            elif wrong is not None:
                 msg += f" ONNX's reference implementation agrees with {other.engine.title} on that node."
                 yield ctx.finding(node, msg, severity=Severity.ERROR, basis=basis(er),
                                   confirm={"verdict": "runtime", "engines": [mine, other.engine.runner],

@@ -27,24 +27,21 @@ class ConfirmContext(RuleContext):
     """What a runtime rule sees: the rule context of the model and target, and the engine's record."""
 
     def __init__(self, base: RuleContext, run: Any, plan: Any, unpredicted: list[Any], shapes: list[Any],
-                 divergences: list[Any]) -> None:
+                 divergences: list[Any], nodes: dict[str, Any]) -> None:
         super().__init__(base.model, base.target, base.analyses, base.options)
         self.run = run
         self.plan = plan
         self.unpredicted = unpredicted
         self.shape_problems = shapes
         self.divergences = divergences
-        self._nodes: dict[str, Any] | None = None
+        self._nodes = nodes
 
     def node(self, name: str | None) -> Any:
-        """The node an engine named, if the model has one of that name."""
+        """The node an engine named (by its name, its output's, or the label findings use), if any."""
         if not name:
             return None
-        if self._nodes is None:
-            from graphlint.confirm.verdicts import nodes_by_name
-
-            self._nodes = nodes_by_name(self.model)
-        return self._nodes.get(name)
+        hit = self._nodes.get(name)
+        return hit if hit is not None else next((n for n in self._nodes.values() if n.label == name), None)
 
 
 def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], options: dict[str, Any],
@@ -91,20 +88,30 @@ def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], opti
                                            copts.engines.get(eng.runner, {}))
         ran = [er for er in runs.values() if er.runs]
         shapes = outputs.shape_problems(model, ran)
-        diverged = outputs.divergences(ran) if copts.compare and len(ran) > 1 else []
-        if diverged and copts.bisect:
-            from graphlint.confirm import bisect
+        ref = _reference(model, plan, copts)
+        both = ran + ([ref] if ref is not None else [])
+        diverged = outputs.divergences(both) if (copts.compare or ref) and len(both) > 1 else []
+        for d in diverged:
+            if ref is not None and ref in (d.a, d.b):  # PyTorch says what the model means
+                from graphlint.confirm.bisect import Located
 
-            for d in diverged:
+                engine = d.a if d.b is ref else d.b
+                d.bisected = Located(None, None, f"at output '{d.output}' (against the PyTorch reference)",
+                                     [engine.engine.runner])
+            elif copts.bisect:
+                from graphlint.confirm import bisect
+
                 d.bisected = bisect.locate(path, model, d, plan, feeds_dir, copts)
     confirm_rules = sorted((r for r in rules if r.scope == "confirm"), key=lambda r: r.id)
+    nodes = verdicts.nodes_by_name(model)
     for eng, of in engines.items():
         er = runs[eng]
         for res in of:
-            settled = verdicts.settle(res.findings, er, plan)
+            settled = verdicts.settle(res.findings, er, plan, nodes)
             mine = verdicts.confirm_drift(res.findings, [d for d in diverged if er in (d.a, d.b)], er)
+            wrong_shapes = verdicts.confirm_shapes(res.findings, [s for s in shapes if s.engine is er], model)
             ctx = ConfirmContext(RuleContext(model, res.target, analyses, options), er, plan, settled.unpredicted,
-                                 [s for s in shapes if s.engine is er], mine)
+                                 wrong_shapes, mine, nodes)
             res.findings.extend(_run_rules(confirm_rules, ctx))
             res.findings.sort(key=Finding.sort_key)
             res.confirm = verdicts.run_note(er, settled)
@@ -112,6 +119,19 @@ def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], opti
         if getattr(res, "confirm", None) is None:
             res.confirm = {"skipped": notes.get(res.target.spec, "not run")}
         res.timings["confirm"] = time.perf_counter() - t0
+
+
+def _reference(model: Any, plan: Any, copts: ConfirmOptions) -> Any:
+    """The PyTorch reference's runs (``copts.reference``: the ONNXProgram ``graphlint.check`` was given)."""
+    if copts.reference is None:
+        return None
+    from graphlint.confirm import reference
+
+    made = reference.from_program(copts.reference, list(plan.inputs))
+    if made is None:
+        return None
+    fn, version = made
+    return reference.reference_run(fn, version, plan, copts.seed, [v.name for v in model.graph.outputs])
 
 
 def _refused(results: list[Any]) -> str:

@@ -40,9 +40,9 @@ class Located:
 
 
 def _candidates(model: Model) -> list[Value]:
-    outs = {v.name for v in model.graph.outputs}
+    """Values a difference can first appear in, in graph order (the graph's outputs among them)."""
     return [o for n in model.graph.nodes if n.op_type != "Constant" for o in n.outputs
-            if o is not None and o.name and o.dtype in FLOATS and o.name not in outs]
+            if o is not None and o.name and o.dtype in FLOATS]
 
 
 def locate(path: str, model: Model, d: Any, plan: Plan, feeds_dir: str, copts: Any) -> Located:
@@ -113,15 +113,20 @@ def _reference(path: str, model: Model, node: Node, d: Any, one: Plan, work: str
     if node.domain not in ("", "ai.onnx") or model.proto is None or node.graph is not model.graph:
         return None
     fed = [v for v in node.inputs if v is not None and v.const is None and v.name]
-    got = _observe(path, d, [*fed, *[o for o in node.outputs if o is not None]], one, work, copts)
+    computed = [v for v in fed if not v.is_input]
+    got = _observe(path, d, [*computed, *[o for o in node.outputs if o is not None]], one, work, copts)
     if isinstance(got, str):
         return None
+    with np.load(os.path.join(work, "point0.npz"), allow_pickle=False) as z:
+        graph_inputs = {k: z[k] for k in z.files}
     wrong = []
     for side, er in ((0, d.a), (1, d.b)):
         vals = [g[side] for g in got]
         if any(v is None for v in vals):
             return None
-        ins, outs = vals[:len(fed)], vals[len(fed):]
+        own = dict(zip((v.name for v in computed), vals[:len(computed)], strict=True))
+        ins = [graph_inputs[v.name] if v.is_input else own[v.name] for v in fed]
+        outs = vals[len(computed):]
         try:
             ref = _run_reference(model, node, dict(zip((v.name for v in fed), ins, strict=True)))
         except Exception:
@@ -144,6 +149,6 @@ def _run_reference(model: Model, node: Node, feeds: dict[str, np.ndarray]) -> li
               for k, a in feeds.items()]
     outputs = [helper.make_empty_tensor_value_info(o.name) for o in node.outputs if o is not None]
     graph = helper.make_graph([proto], "node", inputs, outputs, inits)
-    opsets = [helper.make_opsetid(dom, ver) for dom, ver in model.opset_imports.items()]
+    opsets = [helper.make_opsetid("" if dom == "ai.onnx" else dom, ver) for dom, ver in model.opset_imports.items()]
     m = helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version or onnx.IR_VERSION)
     return [np.asarray(x) for x in ReferenceEvaluator(m).run(None, feeds)]

@@ -36,6 +36,7 @@ class ConfirmOptions:
     bisect: bool = True
     sample: bool = True
     engines: dict[str, dict[str, Any]] = field(default_factory=dict)  # runner -> settings
+    reference: Any = None  # a torch.onnx.ONNXProgram whose exported program is the reference (Python API)
 
 
 def parse(table: dict[str, Any], where: str) -> tuple[bool, ConfirmOptions]:

@@ -183,11 +183,12 @@ def _complete(point: Point, shapes: dict[str, tuple[int, ...]], dims: dict[str, 
             fixed.append(int(p.value) if p.is_const and p.value and p.value > 0 else max(env.values(), default=8))
         out[name] = tuple(fixed)
     # a mask with a length of its own beside the ids' sequence, in a model with a past: past + new
+    # (a mask whose shape was given keeps it: the feeder said what it sends)
     if past_syms and seq_syms:
         seq = next((env[s] for s in seq_syms if s in env), None)
         for name, c in contracts.items():
             ds = dims[name]
-            if c.kind == "mask" and len(ds) == 2 and isinstance(ds[1], str) and ds[1] not in seq_syms \
+            if name not in shapes and c.kind == "mask" and len(ds) == 2 and isinstance(ds[1], str) and ds[1] not in seq_syms \
                     and not parse_dim(ds[1]).symbols & past_syms and seq is not None:
                 out[name] = (out[name][0], past + seq)
     point.shapes, point.past = out, past

@@ -83,15 +83,28 @@ def basis(er: EngineRun) -> str:
 
 
 def nodes_by_name(model: Model) -> dict[str, Node]:
-    return {n.name: n for n in model.walk() if n.name}
+    """The nodes an engine may name: by node name, and by output name (OpenVINO's frontend names an
+    ONNX node after its output, and its CPU plugin's messages use that name)."""
+    out: dict[str, Node] = {}
+    for n in model.walk():
+        for o in n.outputs:
+            if o is not None and o.name:
+                out.setdefault(o.name, n)
+        if n.name:
+            out[n.name] = n
+    return out
 
 
-def settle(findings: list[Finding], er: EngineRun, plan: Plan) -> Settled:
-    """Confirm, clear or contradict ``findings`` (one target's, changed in place) by ``er``'s runs."""
+def settle(findings: list[Finding], er: EngineRun, plan: Plan, nodes: dict[str, Node]) -> Settled:
+    """Confirm, clear or contradict ``findings`` (one target's, changed in place) by ``er``'s runs;
+    ``nodes``: :func:`nodes_by_name` of the model."""
     out = Settled()
     if not er.loaded and not er.load_error:
         return out
     fails = failures(er)
+    for f in fails:  # the node as findings name it
+        if f.node and f.node in nodes:
+            f.node = nodes[f.node].label
     for f in fails:
         matched = _predicted_by(findings, f)
         if not matched:
@@ -196,7 +209,33 @@ def confirm_drift(findings: list[Finding], divergences: list[Any], er: EngineRun
                                        "against": other.engine.runner, "message": d.comparison.problem}
             f.message += (f" Confirmed: {er.engine.title} and {other.engine.title} return different values from this "
                           f"node on, at {d.point.text()} ({d.comparison.problem}).")
-            if f.properties.pop("unknown", None) is not None and loc.wrong is not None:
+            if loc.wrong is not None:  # the reference says this engine computes something else
+                f.properties.pop("unknown", None)
                 f.severity = Severity.ERROR
                 f.properties["basis"] = basis(er)
+    return left
+
+
+def confirm_shapes(findings: list[Finding], problems: list[Any], model: Model) -> list[Any]:
+    """Confirm the findings about the node that makes an output of the wrong shape (GL2011's shape
+    drift, an unknown-premise shape finding); the problems no finding predicted are returned, for GL9102."""
+    producers = {v.name: v.producer for v in model.graph.outputs}
+    left = []
+    for p in problems:
+        node = producers.get(p.output)
+        label = node.label if node is not None else None
+        mine = [f for f in findings if label and f.node == label
+                and (f.rule_id.startswith("GL2") or (f.properties.get("unknown") and f.rule_id.startswith("GL3")))]
+        if not mine:
+            left.append(p)
+            continue
+        for f in mine:
+            f.properties.pop("unknown", None)
+            f.severity = Severity.ERROR if p.record.point.kind != SAMPLE else f.severity
+            f.properties["basis"] = basis(p.engine)
+            f.properties["confirm"] = {"verdict": "confirmed", "engine": p.engine.engine.runner,
+                                       "version": p.engine.engine.version, "point": p.record.point.label,
+                                       "output": p.output, "got": list(p.got), "expected": list(p.expected)}
+            f.message += (f" Confirmed: {p.engine.engine.title} returns '{p.output}' as {list(p.got)} at "
+                          f"{p.record.point.text()}, where {p.source} {list(p.expected)}.")
     return left

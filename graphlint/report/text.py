@@ -47,6 +47,8 @@ def render_text(run: Run, *, color: bool = False, show_info: bool = False, expan
         if part:  # set by GL1010 (rules/gl110_partition.py)
             lines.append(f"  partition: {part['supported_pct']}% of {part['nodes']} nodes supported, "
                          f"{part['islands']} island(s), {part['unsupported_islands']} unsupported")
+        if res.confirm is not None:
+            lines.append("  " + confirm_line(res.confirm))
         hidden = [] if show_info else [f for f in findings if f.severity <= Severity.INFO]
         if hidden:
             findings = [f for f in findings if f.severity > Severity.INFO]
@@ -127,6 +129,30 @@ def _pipeline_lines(pres, style, show_info: bool) -> list[str]:
         lines.append("  every contract holds")
     lines.append("")
     return lines
+
+
+def confirm_line(doc: dict) -> str:
+    """What --confirm ran for one result, in one line (graphlint.confirm.verdicts.run_note's record)."""
+    if "engine" not in doc:
+        return f"confirm: not run ({doc.get('skipped', 'no engine')})"
+    engine = f"{doc['engine']} {doc['version']} ({doc['device'].upper()})"
+    if doc.get("skipped"):
+        return f"confirm: {engine} not run: {doc['skipped']}"
+    points = doc.get("points", [])
+    failed = sum(1 for p in points if not p["ok"])
+    if doc.get("load_error"):
+        text = f"confirm: {engine} refused the model"
+    else:
+        text = f"confirm: {engine} ran {_count(len(points), 'size')}" + (f", {failed} failed" if failed else "")
+        text += " (" + ", ".join(p["label"] for p in points) + ")" if points else ""
+    if doc.get("precision"):
+        text += f", computing in {doc['precision']}"
+    settled = [f"{doc[k]} {k}" for k in ("confirmed", "cleared", "contradicted") if doc.get(k)]
+    if settled:
+        text += "; " + ", ".join(settled)
+    if doc.get("crashed"):
+        text += f"; the engine process did not finish: {doc['crashed']}"
+    return text + f"; {doc['seconds']:.1f} s"
 
 
 def _group_lines(g: Group, style) -> list[str]:
