@@ -6,7 +6,9 @@
 
   - ``support-table:rules/data/<file>#<entry>``: an entry of a support table shipped in the package;
   - ``engine-fact:rules/data/<file>#<id>``: a fact with its source and the test that shows it;
-  - ``document:<url>``: a published document at a fixed version (tag or commit in the URL).
+  - ``document:<url>``: a published document at a fixed version (tag or commit in the URL);
+  - ``engine-run:<engine> <version> <device>``: the engine itself, run under ``--confirm``
+    (graphlint.confirm), failed or computed something else on this model at a size to be fed.
 
 * A spec violation the target tolerates is a ``warning`` that names who tolerates it and which
   tools reject it (:func:`who`).
@@ -26,7 +28,7 @@ from typing import Any
 from graphlint.rule import Severity
 from graphlint.target import Target, resolve
 
-BASIS_KINDS = ("support-table", "engine-fact", "document")
+BASIS_KINDS = ("support-table", "engine-fact", "document", "engine-run")
 
 # Verdicts data files record per target (validity.toml, drift.toml `verdict` tables).
 REJECTS = "rejects"  # load, conversion or compilation fails

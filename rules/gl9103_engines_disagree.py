@@ -65,16 +65,20 @@ class EnginesDisagree(Rule):
             msg = (f"{er.engine.title} and {other.engine.title} return different values at {d.point.text()}: "
                    f"{d.comparison.problem}; the difference starts {where}.")
             if other.engine.runner == "pytorch":
-                msg = (f"{er.engine.title} returns other values than the PyTorch reference (the exported program "
-                       f"given to graphlint.check, torch {other.engine.version}) at {d.point.text()}: "
-                       f"{d.comparison.problem}.")
+                yield ctx.finding(node, f"{er.engine.title} returns other values than the PyTorch reference (the "
+                                  f"exported program given to graphlint.check, torch {other.engine.version}) at "
+                                  f"{d.point.text()}: {d.comparison.problem}.", severity=Severity.ERROR,
+                                  basis=basis(er), confirm={"verdict": "runtime", "engines": [mine, "pytorch"],
+                                                            "point": d.point.label, "reference": "pytorch"}, kind="pytorch")
             elif wrong is not None:
                 msg += f" ONNX's reference implementation agrees with {other.engine.title} on that node."
                 yield ctx.finding(node, msg, severity=Severity.ERROR, basis=basis(er),
                                   confirm={"verdict": "runtime", "engines": [mine, other.engine.runner],
-                                           "point": d.point.label, "reference": "onnx.reference"})
+                                           "point": d.point.label, "reference": "onnx.reference"},
+                                  kind=other.engine.runner)
             else:
                 yield ctx.finding(node, msg + " Which engine is right is not settled (the reference implementation "
                                   "could not run the node alone).", severity=Severity.WARNING,
                                   confirm={"verdict": "runtime", "engines": [mine, other.engine.runner],
-                                           "point": d.point.label}, unknown=["which engine is right"])
+                                           "point": d.point.label}, unknown=["which engine is right"],
+                                  kind=other.engine.runner)

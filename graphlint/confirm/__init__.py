@@ -85,14 +85,15 @@ def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], opti
         execute.write_feeds(plan, feeds_dir, copts.seed)
         for eng, of in engines.items():
             runs[eng] = execute.run_engine(path, eng, [r.target.spec for r in of], plan, feeds_dir, copts.budget,
-                                           copts.engines.get(eng.runner, {}))
+                                           copts.engines.get(eng.runner, {}),
+                                           profile=execute.profile_for(plan) if eng.runner == "tensorrt" else None)
         ran = [er for er in runs.values() if er.runs]
         shapes = outputs.shape_problems(model, ran)
         ref = _reference(model, plan, copts)
         both = ran + ([ref] if ref is not None else [])
         diverged = outputs.divergences(both) if (copts.compare or ref) and len(both) > 1 else []
         for d in diverged:
-            if ref is not None and ref in (d.a, d.b):  # PyTorch says what the model means
+            if ref is not None and (d.a is ref or d.b is ref):  # PyTorch says what the model means
                 from graphlint.confirm.bisect import Located
 
                 engine = d.a if d.b is ref else d.b
@@ -108,7 +109,7 @@ def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], opti
         er = runs[eng]
         for res in of:
             settled = verdicts.settle(res.findings, er, plan, nodes)
-            mine = verdicts.confirm_drift(res.findings, [d for d in diverged if er in (d.a, d.b)], er)
+            mine = verdicts.confirm_drift(res.findings, [d for d in diverged if d.a is er or d.b is er], er)
             wrong_shapes = verdicts.confirm_shapes(res.findings, [s for s in shapes if s.engine is er], model)
             ctx = ConfirmContext(RuleContext(model, res.target, analyses, options), er, plan, settled.unpredicted,
                                  wrong_shapes, mine, nodes)

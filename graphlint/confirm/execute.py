@@ -29,7 +29,7 @@ MEMORY_FACTOR = 3.0  # peak RSS of a session over its weight bytes (ORT prepacks
 MEMORY_BASE = 512 << 20  # the interpreter, the engine's libraries, activations of small models
 
 
-@dataclass
+@dataclass(eq=False)
 class RunRecord:
     point: Point
     ok: bool
@@ -40,7 +40,7 @@ class RunRecord:
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(eq=False)
 class EngineRun:
     """What one engine did with one model."""
 
@@ -104,7 +104,10 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
                config: dict[str, Any], outputs: list[str] | None = None,
                profile: dict[str, list[list[int]]] | None = None) -> EngineRun:
     """Load ``path`` on ``engine`` in a child and run it at every point of ``plan`` (its feeds already
-    written to ``feeds_dir`` by :func:`write_feeds`); ``outputs``: intermediate values to return too."""
+    written to ``feeds_dir`` by :func:`write_feeds`); ``outputs``: intermediate values to return too;
+    ``profile``: TensorRT's optimization profile (default: the one ``plan``'s points imply)."""
+    if profile is None and engine.runner == "tensorrt":
+        profile = profile_for(plan)
     er = EngineRun(engine, targets)
     problem = memory_problem(path)
     if problem:
@@ -159,6 +162,26 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
             i = int(step.split()[1])
             er.runs.append(RunRecord(plan.points[i], False, f"the engine process died: {er.crashed}"))
     return er
+
+
+def profile_for(plan: Plan) -> dict[str, list[list[int]]]:
+    """The optimization profile (TensorRT's) the plan's sizes imply: per input, [min, opt, max] with min
+    and max elementwise over every point, and opt the ``--shapes`` opt corner, else the first given
+    point, else the first point."""
+    from graphlint.confirm.plan import GIVEN
+
+    if not plan.points:
+        return {}
+    opt = (next((p for p in plan.points if p.label == "--shapes opt"), None)
+           or next((p for p in plan.points if p.kind == GIVEN), plan.points[0]))
+    out: dict[str, list[list[int]]] = {}
+    for name in plan.inputs:
+        shapes = [p.shapes[name] for p in plan.points if name in p.shapes]
+        if not shapes or len({len(s) for s in shapes}) != 1:
+            continue
+        out[name] = [[min(d) for d in zip(*shapes, strict=True)], list(opt.shapes.get(name, shapes[0])),
+                     [max(d) for d in zip(*shapes, strict=True)]]
+    return out
 
 
 def write_feeds(plan: Plan, folder: str, seed: int = 0) -> None:

@@ -72,13 +72,12 @@ def _call(sessions: dict[str, Any], name: str, feeds: dict[str, np.ndarray], kin
         raise Failed(kind, name, str(e), e.node) from None
 
 
-def _port(outs: dict[str, np.ndarray], name: str) -> np.ndarray:
+def _port(outs: dict[str, np.ndarray], name: str, index: int = 0) -> np.ndarray:
+    """An output by its name, else by its place (OpenVINO returns a port under any one of its names)."""
     if name in outs:
         return outs[name]
-    for key, v in outs.items():  # OpenVINO names a port by any of its names
-        if name in key.split(","):
-            return v
-    return next(iter(outs.values()))
+    values = list(outs.values())
+    return values[index] if index < len(values) else values[0]
 
 
 def _prompt(case: dict[str, Any], job: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -143,16 +142,17 @@ def run_case(sessions: dict[str, Any], job: dict[str, Any], case: dict[str, Any]
             bind: dict[str | None, int] = {}
             for link in job["links"]:
                 if link["source"] == chain[i - 1] and link["dest"] == name:
-                    v = _port(outs, link["output"])
+                    v = _port(outs, link["output"], link.get("index", 0))
                     feeds[link["input"]] = v
                     bind.setdefault(None, int(v.shape[0]) if v.ndim else 1)
+            bind["merged"] = max(1, bind.get(None, 1) // int(job.get("merge_size") or 1) ** 2)
             for spec in job["derived"].get(name, []):
                 if spec["name"] not in feeds:
                     feeds[spec["name"]] = _fill(spec, bind, rng)
         outs = _call(sessions, name, feeds, "vision")
         rec["outputs"][name] = {k: list(v.shape) for k, v in outs.items()}
     merge = job["merge"]
-    feats = _port(outs, merge["output"])
+    feats = _port(outs, merge["output"], merge.get("index", 0))
     rows, width = _rows(feats.shape), int(feats.shape[-1]) if feats.ndim else 0
     rec.update(rows=rows, width=width, dtype=str(feats.dtype))
     tokens = case.get("tokens")

@@ -239,3 +239,85 @@ def confirm_shapes(findings: list[Finding], problems: list[Any], model: Model) -
             f.message += (f" Confirmed: {p.engine.engine.title} returns '{p.output}' as {list(p.got)} at "
                           f"{p.record.point.text()}, where {p.source} {list(p.expected)}.")
     return left
+
+
+# A deployment folder run end to end (graphlint.confirm.pipeline): which pipeline rules each kind of failure
+# bears on. rows / tokens / legacy: the image features against the image tokens (GL8001; a config
+# disagreement the runtime reads, GL8005; an unknown processor's stated count, GL8008); vision: a stage of
+# the vision chain fails at a fed size (GL8001's frozen stage); width / dtype: the merge (GL8002, GL8003);
+# text / lm / logits: the embeddings and the language model (ids, KV geometry, position ids, widths).
+PIPELINE_PREDICTS = {
+    "vision": ("GL8001",), "rows": ("GL8001", "GL8005", "GL8008"), "tokens": ("GL8001", "GL8005", "GL8008"),
+    "legacy": ("GL8001", "GL8005"), "width": ("GL8002",), "dtype": ("GL8003",), "text": ("GL8007", "GL8002"),
+    "lm": ("GL8006", "GL8002", "GL8003", "GL8007"), "logits": ("GL8006", "GL8002"),
+}
+# the unknown premise of a pipeline finding -> the cases whose runs answer it (graphlint.confirm.pipeline.Case.question)
+PIPELINE_QUESTIONS = {"rows": "rows", "images per prompt": "images per prompt", "processor": "processor"}
+
+
+def _question(finding: Finding) -> str | None:
+    return next((PIPELINE_QUESTIONS[u] for u in finding.properties.get("unknown") or () if u in PIPELINE_QUESTIONS),
+                None)
+
+
+def settle_pipeline(findings: list[Finding], run: Any) -> Settled:
+    """Confirm or clear a pipeline's findings (one target's, changed in place) by an end-to-end run
+    (graphlint.confirm.pipeline.PipelineRun): a failure confirms the findings of the rules it bears on
+    (PIPELINE_PREDICTS: their errors, and their unknown-premise findings whose question its case asks); an
+    unknown whose every case ran end to end is cleared; a failure nothing predicted is left for GL9104."""
+    out = Settled()
+    fails = run.failures()
+    for f in fails:
+        matched = _pipeline_predicted(findings, f)
+        if not matched:
+            out.unpredicted.append(f)
+            continue
+        for finding in matched:
+            props = finding.properties
+            if props.get("confirm", {}).get("verdict") == "confirmed":
+                continue
+            props["confirm"] = {"verdict": "confirmed", **f.evidence()}
+            if props.get("unknown") and not f.sample_only:
+                props.pop("unknown")
+                props["basis"] = f"engine-run:{f.engine.runner} {f.engine.version} {f.engine.device}"
+                finding.severity = Severity.ERROR
+            finding.message += f" Confirmed: {f.text()}."
+            out.confirmed += 1
+    whole = any(f.case is None for f in fails)  # a stage that did not load, a crash outside a case
+    for finding in findings:
+        props = finding.properties
+        q = _question(finding)
+        if q is None or props.get("confirm") or finding.suppressed:
+            continue
+        cases = [c for c in run.cases if c.question == q]
+        ran = run.ran(q)
+        if whole or not cases or len(ran) < len(cases) or any(f.case is not None and f.case.question == q
+                                                              for f in fails):
+            continue
+        if any(c.tokens is None for c in cases):  # rows only: no count to hold them to
+            continue
+        e = run.engine
+        said = (f"{len(ran)} prompt{'s' if len(ran) != 1 else ''}" if len(ran) > 2
+                else " and ".join(c.text() for c, _ in ran))
+        finding.severity = Severity.INFO
+        finding.message += (f" Cleared: {e.title} ran the pipeline end to end at {said}; the vision side returned "
+                            "one row per image token and the language model its logits.")
+        props["confirm"] = {"verdict": "cleared", "engine": e.runner, "version": e.version,
+                            "points": [c.label for c, _ in ran]}
+        out.cleared += 1
+    return out
+
+
+def _pipeline_predicted(findings: list[Finding], f: Any) -> list[Finding]:
+    rules = PIPELINE_PREDICTS.get(f.kind, ())
+    out = []
+    for x in findings:
+        if x.suppressed or not x.rule_id.startswith(rules):
+            continue
+        q = _question(x)
+        if x.properties.get("unknown"):
+            if f.case is not None and q == f.case.question:
+                out.append(x)
+        elif x.severity >= Severity.ERROR:
+            out.append(x)
+    return out

@@ -1,0 +1,566 @@
+"""``--confirm`` on a deployment folder: run the whole pipeline end to end on each installed engine.
+
+After the pipeline rules ran (graphlint.pipeline.lint), and while the stages are loaded, this module
+
+1. plans the **cases**: every feed the folder's processor makes (the shapes of
+   :class:`~graphlint.pipeline.contracts.FeedFacts`, synthetic pixels in the range the processor's output
+   has, ``image_grid_thw`` and the like from the feed's values), each with the image tokens the processor
+   inserts, the rows those tokens need (:func:`~graphlint.pipeline.contracts.expected_rows`) and the
+   features the runtime's own packing makes (:mod:`graphlint.pipeline.runtimes`); where the processor
+   class is one graphlint has no arithmetic for, the size the folder states (``config.json``'s
+   ``vision_config.image_size``, the processor config's size, else the vision graph's export size) with
+   the image tokens the configs state (``image_seq_length``, ``num_image_tokens``, ``mm_tokens_per_image``);
+   a prompt of two images where the vision graph's batch is fixed (a sample: the folder does not say);
+2. runs them in ONE engine process per engine (graphlint.confirm.pipeline_child): the vision chain, the
+   row count, the merge into the text embeddings and the language model, the tensors passed between the
+   stages there, within the time budget and the memory check of graphlint.confirm.execute;
+3. settles the pipeline findings of the matching target: a finding the failure bears on (GL8001 for
+   rows and tokens, GL8002 widths, GL8003 dtypes, GL8006/GL8007 the language model and embeddings,
+   GL8008's unknown processor) is **confirmed** with the engine's message (an unknown premise becomes an
+   error where the case is the processor's or the folder's own size); unknowns the runs answer are
+   **cleared** (info); a failure no finding predicted is GL9104 (pipeline-runtime-failure).
+
+``PipelineResult.confirm`` records what ran (the engine, the cases, what they settled). No engine is
+imported in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphlint.confirm.engines import Engine, engine_for
+from graphlint.confirm.execute import MEMORY_BASE, MEMORY_FACTOR, _death, _kill, _read, available_memory, weight_bytes
+from graphlint.confirm.plan import EXPORT, GIVEN, SAMPLE
+from graphlint.confirm.verdicts import settle_pipeline
+from graphlint.rule import Finding, Rule
+
+MAX_PAIRS = 8  # two-image prompts run per folder (each single-image feed runs)
+# the image token counts configs state, in the order a processor reads them (its own config first)
+TOKEN_KEYS = ("image_seq_length", "num_image_tokens", "mm_tokens_per_image", "image_seq_len")
+TOKEN_FILES = ("processor_config.json", "preprocessor_config.json", "config.json")
+SIZE_KEYS = (("config.json", "vision_config.image_size"), ("processor_config.json", "image_processor.crop_size.height"),
+             ("processor_config.json", "image_processor.size.height"), ("preprocessor_config.json", "crop_size.height"),
+             ("preprocessor_config.json", "size.height"), ("preprocessor_config.json", "size.shortest_edge"),
+             ("preprocessor_config.json", "image_size"))
+
+
+@dataclass
+class Case:
+    """One prompt run end to end."""
+
+    label: str  # "processor feed 3 (a 32x16 image)"
+    kind: str  # GIVEN (the processor's feed) | EXPORT (a size the folder states) | SAMPLE (graphlint's)
+    feeds: dict[str, np.ndarray]  # the vision stage's inputs
+    images: int = 1
+    image: tuple[int, int] | None = None  # source (height, width)
+    tokens: int | None = None  # image tokens inserted into the prompt
+    expected_rows: int | None = None  # rows the vision side must return for them
+    features: int | None = None  # features the runtime's packing makes of those rows (None: the rows)
+    packing: str = ""
+    legacy: str = ""  # the runtime's own code refuses this prompt (and why)
+    grids: list[list[int]] | None = None  # image_grid_thw rows (M-RoPE positions)
+    token_key: tuple[str, str] | None = None  # (file, key) the token count comes from
+    question: str = "rows"  # the unknown a run of it answers: rows | images per prompt | processor
+
+    def shapes(self) -> dict[str, list[int]]:
+        return {k: list(v.shape) for k, v in self.feeds.items()}
+
+    def text(self) -> str:
+        dims = ", ".join(f"'{k}' {'x'.join(map(str, v.shape))}" for k, v in self.feeds.items())
+        return f"{self.label} ({dims})"
+
+    def doc(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"label": self.label, "kind": self.kind, "images": self.images, "shapes": self.shapes()}
+        if self.image is not None:
+            out["image"] = list(self.image)
+        for k in ("tokens", "expected_rows", "features"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return out
+
+
+@dataclass
+class Failure:
+    """What went wrong in one case (or at loading) on one engine."""
+
+    engine: Engine
+    kind: str  # load | vision | rows | tokens | legacy | width | dtype | text | lm | logits | crash
+    stage: str
+    message: str
+    node: str | None = None
+    case: Case | None = None
+    rows: int | None = None
+
+    @property
+    def sample_only(self) -> bool:
+        return self.case is not None and self.case.kind == SAMPLE
+
+    def text(self) -> str:
+        where = "loading the stages" if self.case is None else f"at {self.case.text()}"
+        return f"{self.engine.title} running the pipeline fails {where}, stage '{self.stage}': {self.message}"
+
+    def evidence(self) -> dict[str, Any]:
+        e = self.engine
+        out: dict[str, Any] = {"engine": e.runner, "version": e.version, "device": e.device, "stage": self.stage,
+                               "kind": self.kind, "message": self.message}
+        if self.node:
+            out["node"] = self.node
+        if self.case is not None:
+            out["case"] = self.case.doc()
+            if self.case.token_key:
+                out["config"], out["key"] = self.case.token_key
+        return out
+
+
+@dataclass
+class PipelineRun:
+    """What one engine did with the pipeline."""
+
+    engine: Engine
+    cases: list[Case]
+    records: list[dict[str, Any]] = field(default_factory=list)  # the child's per case, in order
+    load: dict[str, dict[str, Any]] = field(default_factory=dict)
+    crashed: str = ""
+    skipped: str = ""
+    seconds: float = 0.0
+
+    def failures(self) -> list[Failure]:
+        out = [Failure(self.engine, "load", name, r.get("error", ""), r.get("node"))
+               for name, r in self.load.items() if not r.get("ok")]
+        for case, rec in zip(self.cases, self.records, strict=False):
+            if rec.get("kind") not in ("ok", "rows only"):
+                out.append(Failure(self.engine, rec["kind"], rec.get("stage", ""), rec.get("error", ""),
+                                   rec.get("node"), case, rec.get("rows")))
+        if self.crashed and not out:
+            i = len(self.records)
+            case = self.cases[i] if i < len(self.cases) else None
+            out.append(Failure(self.engine, "crash", "", f"the engine process died: {self.crashed}", None, case))
+        return out
+
+    def ran(self, question: str | None = None) -> list[tuple[Case, dict[str, Any]]]:
+        """The cases that ran end to end (of one question)."""
+        return [(c, r) for c, r in zip(self.cases, self.records, strict=False)
+                if r.get("kind") == "ok" and (question is None or c.question == question)]
+
+
+# ---------------------------------------------------------------------------------------------- planning
+
+def _dims(v: Any) -> list[int | None]:
+    return [d if isinstance(d, int) and d >= 0 else None for d in (v.shape or ())]
+
+
+def _np_dtype(dtype: str | None) -> str:
+    return "float32" if not dtype or dtype == "bfloat16" else dtype
+
+
+def _stated(configs: Any, pairs: tuple[tuple[str, str], ...]) -> tuple[Any, str, str] | None:
+    for file, key in pairs:
+        v = configs.value(file, key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v, file, key
+    return None
+
+
+def _token_count(configs: Any) -> tuple[int, str, str] | None:
+    """The image tokens per image the configs state (a custom processor's), and where."""
+    pairs = []
+    for file in TOKEN_FILES:
+        for key in TOKEN_KEYS:
+            pairs.append((file, key))
+            if file == "processor_config.json":
+                pairs.append((file, f"image_processor.{key}"))
+    return _stated(configs, tuple(pairs))
+
+
+def _pixel_array(shape: tuple[int, ...], dtype: str, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
+    dt = np.dtype(_np_dtype(dtype))
+    if dt.kind in "iu":
+        return rng.integers(max(int(lo), 0), int(hi) + 1, shape).astype(dt)
+    return rng.uniform(lo, hi, shape).astype(dt)
+
+
+def _vision_feeds(model: Any, pixel: Any, shapes: dict[str, tuple[int, ...]], values: dict[str, tuple[int, ...]],
+                  images: int, rng: np.random.Generator, rng_range: tuple[float, float], patch: int | None
+                  ) -> tuple[dict[str, np.ndarray], str]:
+    """The vision stage's inputs for one case: the pixels, the processor's other tensors (their values where
+    the processor's are known: image_grid_thw), and what the runtime makes itself from them (Idefics3's patch
+    mask and positions, from config.json's vision patch size as optimum-intel does); or why not."""
+    out: dict[str, np.ndarray] = {}
+    for v in model.graph.inputs:
+        if v.const is not None:
+            continue
+        dt = _np_dtype(v.dtype)
+        if v is pixel:
+            out[v.name] = _pixel_array(shapes[v.name], dt, rng, *rng_range)
+        elif v.name in shapes:
+            shape = shapes[v.name]
+            if v.name in values:
+                row = np.asarray(values[v.name], dtype=dt).reshape(1, -1)
+                out[v.name] = np.resize(np.tile(row, (max(1, shape[0] // max(1, row.shape[0])), 1)), shape).astype(dt)
+            elif "mask" in v.name:
+                out[v.name] = np.ones(shape, dt)
+            else:
+                out[v.name] = np.zeros(shape, dt)
+        elif pixel is not None and v.name in ("patch_attention_mask", "patch_position_ids") and patch:
+            ps = shapes[pixel.name]
+            b, h, w = ps[0], ps[-2] // patch, ps[-1] // patch
+            if v.name == "patch_attention_mask":
+                out[v.name] = np.ones((b, h, w), dt)
+            else:
+                out[v.name] = np.broadcast_to(np.arange(h * w, dtype=dt), (b, h * w)).copy()
+        elif v.shape is not None and all(isinstance(d, int) for d in v.shape):
+            out[v.name] = np.zeros(tuple(v.shape), dt)
+        else:
+            return {}, f"the vision stage's input '{v.name}' is made by the runtime in a way graphlint does not know"
+    return out, ""
+
+
+def plan_cases(c: Any, seed: int = 0) -> tuple[list[Case], str]:
+    """The prompts to run for a pipeline's contracts (graphlint.pipeline.contracts.Contracts), or why none."""
+    from graphlint.pipeline import runtimes
+    from graphlint.pipeline.contracts import batched, expected_rows, pixel_input
+
+    if not c.chain or c.merge_edge() is None or any(s not in c.stages for s in c.chain):
+        return [], "the folder has no vision chain merged into a language model"
+    first = c.stages[c.chain[0]].model
+    pixel = pixel_input(first)
+    configs = c.pipeline.configs
+    patch = _stated(configs, (("config.json", "vision_config.patch_size"),))
+    patch_size = patch[0] if patch else None
+    rng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    proc = c.processor
+    if proc is not None:
+        lo, hi = proc.pixel.range
+        legacy = runtimes.new_processing_from(c.pipeline)
+        pairs = 0
+        for i, f in enumerate(c.feeds):
+            shapes = f.fed.get(c.chain[0]) or {}
+            if not shapes or (f.images > 1 and pairs >= MAX_PAIRS):
+                continue
+            pairs += f.images > 1
+            feeds, why = _vision_feeds(first, pixel, shapes, dict(f.feed.values), f.images, rng, (lo, hi), patch_size)
+            if why:
+                return [], why
+            want = expected_rows(proc, f.feed)
+            packed = runtimes.features(c.pipeline, f.feed.image)
+            features = packed[0] * f.images if packed else (f.feed.tokens if want != f.feed.tokens else None)
+            grid = f.feed.values.get("image_grid_thw")
+            said = f"a {f.feed.image[1]}x{f.feed.image[0]} image" + (f", {f.images} in one prompt" if f.images > 1 else "")
+            case = Case(f"processor feed {i + 1} ({said})", GIVEN, feeds, f.images, f.feed.image, f.feed.tokens, want,
+                        features, packed[1] if packed else "", grids=[list(grid)] * f.images if grid else None,
+                        token_key=_first_key(proc))
+            if legacy is not None and f.images == 1 and f.feed.tokens < legacy[0]:
+                file, key = legacy[1].split(":", 1)
+                case.legacy = (f"{file} says {key} = {legacy[0]} and {c.pipeline.layout} expands a prompt with fewer "
+                               f"image tokens ({f.feed.tokens}) itself as a legacy prompt")
+            cases.append(case)
+        singles = [x for x in cases if x.images == 1]
+        if singles and not batched(first) and pixel is not None and pixel.shape and isinstance(pixel.shape[0], int):
+            one = singles[0]  # a prompt of two images where the graph fixes its batch: whether it happens is unknown
+            two = {k: np.concatenate([v, v]) if v.ndim else v for k, v in one.feeds.items()}
+            cases.append(Case(f"two images in one prompt ({one.label.split('(', 1)[1].rstrip(')')} twice)", SAMPLE,
+                              two, 2, one.image, 2 * (one.tokens or 0), 2 * (one.expected_rows or 0),
+                              None if one.features is None else 2 * one.features, one.packing,
+                              grids=(one.grids or [])*2 or None, token_key=one.token_key, question="images per prompt"))
+        return cases, ("" if cases else "the processor's feeds do not reach the vision stage's inputs")
+    # a processor graphlint has no arithmetic for: the size and the token count the folder states
+    if pixel is None or not pixel.shape or len(pixel.shape) != 4:
+        return [], "no processor arithmetic, and the vision stage's image input is not [batch, channels, height, width]"
+    dims = _dims(pixel)
+    size = _stated(configs, SIZE_KEYS)
+    h = dims[2] if dims[2] is not None else (size[0] if size else None)
+    w = dims[3] if dims[3] is not None else (size[0] if size else None)
+    if h is None or w is None:
+        return [], "no processor arithmetic, and neither the configs nor the vision graph state an image size"
+    said = f"{size[1]} {size[2]} = {size[0]}" if size and (dims[2] is None or dims[3] is None) else "the export's size"
+    shape = (dims[0] or 1, dims[1] or 3, h, w)
+    feeds, why = _vision_feeds(first, pixel, {pixel.name: shape}, {}, 1, rng, (-1.0, 1.0), patch_size)
+    if why:
+        return [], why
+    count = _token_count(configs)
+    tokens = count[0] * shape[0] if count else None
+    return [Case(f"the size the folder states ({said})", EXPORT, feeds, shape[0], (h, w), tokens, tokens,
+                 token_key=(count[1], count[2]) if count else None, question="processor")], ""
+
+
+def _first_key(proc: Any) -> tuple[str, str] | None:
+    from graphlint_rules.gl8001_image_tokens_vs_features import TOKEN_KEYS as KEYS
+
+    ref = next((proc.keys[k] for k in KEYS if k in proc.keys), None)
+    return (ref.file, ref.key) if ref is not None else None
+
+
+def _fill_spec(v: Any, bind: str | None = None) -> dict[str, Any]:
+    name = v.name.lower()
+    dt = _np_dtype(v.dtype)
+    if "mask" in name:
+        kind = "zeros" if dt.startswith("float") else "ones"  # an additive float mask: 0 attends
+    elif "position" in name:
+        kind = "arange"
+    elif name == "window_index":  # Qwen2.5-VL: a permutation of the merged patches (optimum-intel's get_window_index)
+        kind, bind = "arange", "merged"
+    else:
+        kind = "normal"
+    return {"name": v.name, "dtype": dt, "dims": _dims(v), "kind": kind, "bind": bind}
+
+
+def _lm_spec(v: Any) -> dict[str, Any]:
+    name = v.name.lower()
+    spec = _fill_spec(v)
+    shape = v.shape or ()
+    if "mask" in name:
+        spec["kind"] = "mask"
+    elif "position" in name:
+        spec["kind"] = "mrope" if len(shape) == 3 and shape[0] == 3 else "positions"
+    elif name == "beam_idx":
+        spec["kind"] = "beam"
+    elif "token_type" in name:
+        spec["kind"] = "token_type"
+    elif ("past" in name or "cache" in name) and len(shape) >= 3:
+        spec["kind"] = "past"
+    elif name in ("input_ids", "input"):
+        spec["kind"] = "ids"
+    return spec
+
+
+def _out_index(model: Any, name: str) -> int:
+    return next((i for i, v in enumerate(model.graph.outputs) if v.name == name), 0)
+
+
+def write_job(c: Any, cases: list[Case], work: str, engine: Engine, config: dict[str, Any], seed: int
+              ) -> tuple[dict[str, Any], str]:
+    """The child's job (graphlint.confirm.pipeline_child), its cases' feeds saved under ``work``; or why not."""
+    from graphlint.confirm import feeds as F
+    from graphlint.pipeline import TEXT_EMBEDDINGS
+    from graphlint.pipeline.contracts import lm_stage
+    from graphlint.pipeline.runtimes import facts_file
+
+    pipe = c.pipeline
+    me = c.merge_edge()
+    lm = lm_stage(pipe)
+    texts = [s.name for s in pipe.by_role(TEXT_EMBEDDINGS) if s.name in c.stages]
+    if lm is None or lm not in c.stages or not texts:
+        return {}, "the folder has no text-embedding and language-model stages to merge into"
+    text = texts[0]
+    tm = c.stages[text].model
+    ints = [v for v in tm.graph.inputs if v.const is None and v.dtype and v.dtype.startswith(("int", "uint"))]
+    if not ints:
+        return {}, f"stage '{text}' takes no token ids"
+    ids = ints[0]
+    consts = c.stages[text].analyses.get("shapes", None).const
+    contract = F.contracts(tm, consts).get(ids.name)
+    vocab = int(contract.high) if contract is not None and contract.kind == "ids" else None
+    vocab = vocab or _stated(pipe.configs, (("config.json", "text_config.vocab_size"), ("config.json", "vocab_size")))
+    vocab = vocab[0] if isinstance(vocab, tuple) else (vocab or 100)
+    image_input = me.edge.input if me.edge.dest == text else None
+    text_out = next((e.edge.output for e in c.edges if e.edge.source == text and e.edge.dest == lm and e.out), "")
+    text_out = text_out or (tm.graph.outputs[0].name if tm.graph.outputs else "")
+    lmm = c.stages[lm].model
+    embeds_in = next((e.edge.input for e in c.edges if e.edge.dest == lm and e.inp is not None), "inputs_embeds")
+    logits = next((v for v in lmm.graph.outputs if v.name == "logits"), lmm.graph.outputs[0] if lmm.graph.outputs else None)
+    ldims = _dims(logits) if logits is not None else []
+    lm_vocab = ldims[-1] if ldims and ldims[-1] is not None else None
+    token_id = c.processor.image_token_id if c.processor is not None else None
+    if token_id is None:
+        got = _stated(pipe.configs, (("config.json", "image_token_index"), ("config.json", "image_token_id"),
+                                     ("config.json", "vision_config.image_token_id")))
+        token_id = got[0] if got else vocab - 1
+    merge_size = (c.processor.params.get("merge_size") if c.processor is not None else None) or \
+        (_stated(pipe.configs, (("config.json", "vision_config.spatial_merge_size"),)) or (2,))[0]
+    model_type = pipe.configs.value("config.json", "model_type")
+    table = facts_file().get("merge_dtype", {}).get(pipe.layout, {})
+    verdict = table.get(str(model_type))
+    links, derived = [], {}
+    for i, name in enumerate(c.chain[1:], 1):
+        fed = set()
+        for e in c.edges:
+            if e.edge.source == c.chain[i - 1] and e.edge.dest == name and e.out is not None and e.inp is not None:
+                links.append({"source": e.edge.source, "output": e.out.name, "dest": name, "input": e.inp.name,
+                              "index": _out_index(c.stages[e.edge.source].model, e.out.name)})
+                fed.add(e.inp.name)
+        derived[name] = [_fill_spec(v) for v in c.stages[name].model.graph.inputs
+                         if v.const is None and v.name not in fed]
+    saved = []
+    for i, case in enumerate(cases):
+        path = os.path.join(work, f"case{i}.npz")
+        np.savez(path, **case.feeds)
+        saved.append({"feeds": path, "tokens": case.tokens, "expected_rows": case.expected_rows,
+                      "features": case.features, "packing": case.packing, "legacy": case.legacy,
+                      "images": case.images, "grids": case.grids})
+    stages = [*c.chain, text, lm]
+    job = {
+        "engine": engine.runner, "config": config, "seed": seed, "result": os.path.join(work, "result.json"),
+        "stages": {s: os.path.abspath(pipe.stage(s).path) for s in dict.fromkeys(stages)},
+        "chain": c.chain, "links": links, "derived": derived,
+        "merge": {"source": me.edge.source, "output": me.out.name if me.out is not None else "",
+                  "index": _out_index(c.stages[me.edge.source].model, me.out.name) if me.out is not None else 0,
+                  "cast": None if verdict is None else verdict == "casts",
+                  "cast_source": f"{pipe.layout}'s {model_type} merge, rules/data/pipeline.toml [merge_dtype]"},
+        "text": {"stage": text, "ids": ids.name, "image_input": image_input, "output": text_out,
+                 "extra": [_fill_spec(v) for v in tm.graph.inputs
+                           if v.const is None and v.name not in (ids.name, image_input)]},
+        "lm": {"stage": lm, "embeds": embeds_in, "logits": logits.name if logits is not None else "",
+               "vocab": lm_vocab, "inputs": [_lm_spec(v) for v in lmm.graph.inputs
+                                             if v.const is None and v.name != embeds_in]},
+        "image_token_id": int(token_id), "vocab": int(vocab), "merge_size": int(merge_size),
+        "cases": saved,
+    }
+    return job, ""
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+def run_engine(job: dict[str, Any], work: str, engine: Engine, cases: list[Case], budget: float) -> PipelineRun:
+    pr = PipelineRun(engine, cases)
+    need = int(sum(weight_bytes(p) for p in job["stages"].values()) * MEMORY_FACTOR) + MEMORY_BASE
+    have = available_memory()
+    if have is not None and need > have:
+        pr.skipped = (f"needs about {need / 2**30:.1f} GiB to run (weights x {MEMORY_FACTOR:g}), "
+                      f"{have / 2**30:.1f} GiB available")
+        return pr
+    if engine.runner == "onnxruntime" and any(p.lower().endswith(".xml") for p in job["stages"].values()):
+        pr.skipped = "onnxruntime cannot load the OpenVINO IR stages"
+        return pr
+    job_path = os.path.join(work, f"job-{engine.runner}.json")
+    job = dict(job, result=os.path.join(work, f"result-{engine.runner}.json"))
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "graphlint.confirm.pipeline_child", job_path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=budget if budget > 0 else None)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        err = b""
+        pr.crashed = f"stopped at the time budget of {budget:g} s"
+    except BaseException:
+        _kill(proc)
+        raise
+    pr.seconds = time.perf_counter() - t0
+    if proc.returncode and not pr.crashed:
+        pr.crashed = _death(proc.returncode, err)
+    result = _read(job["result"])
+    if not result:
+        pr.skipped = pr.crashed or "the engine process wrote nothing"
+        return pr
+    pr.load = result.get("load") or {}
+    pr.records = result.get("cases") or []
+    if pr.crashed and str(result.get("step") or "").startswith("load "):
+        name = result["step"].split(" ", 1)[1]
+        pr.load[name] = {"ok": False, "error": f"the engine process died while loading it: {pr.crashed}"}
+    return pr
+
+
+def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], copts: Any,
+                     configure: Any = None) -> None:
+    """Run the pipeline of ``contracts`` on the engines of ``piped``'s targets and settle their findings."""
+    t0 = time.perf_counter()
+    engines: dict[Engine, list[Any]] = {}
+    for pres in piped:
+        eng, why = engine_for(pres.target)
+        if eng is None:
+            pres.confirm = {"skipped": why}
+        else:
+            engines.setdefault(eng, []).append(pres)
+    if not engines:
+        return
+    cases, why = plan_cases(contracts, copts.seed)
+    if not cases:
+        for of in engines.values():
+            for pres in of:
+                pres.confirm = {"skipped": f"cannot run the pipeline end to end: {why}"}
+        return
+    runs: dict[Engine, PipelineRun] = {}
+    with tempfile.TemporaryDirectory(prefix="graphlint-pipeline-") as work:
+        for eng in engines:
+            job, why = write_job(contracts, cases, work, eng, copts.engines.get(eng.runner, {}), copts.seed)
+            if not job:
+                runs[eng] = PipelineRun(eng, cases, skipped=f"cannot run the pipeline end to end: {why}")
+                continue
+            runs[eng] = run_engine(job, work, eng, cases, copts.budget)
+    confirm_rules = sorted((r for r in rules if r.scope == "confirm"), key=lambda r: r.id)
+    for eng, of in engines.items():
+        pr = runs[eng]
+        for pres in of:
+            settled = settle_pipeline(pres.findings, pr) if not pr.skipped else None
+            if settled is not None and settled.unpredicted:
+                options = configure(pres.path, pres.target)[1] if configure is not None else {}
+                pres.findings.extend(_run_rules(confirm_rules, contracts, pres, options, settled.unpredicted))
+            pres.findings.sort(key=lambda f: (f.model, f.location.line or 0, f.rule_id, f.message))
+            pres.confirm = run_note(pr, settled)
+            pres.timings["confirm"] = time.perf_counter() - t0
+
+
+def _run_rules(rules: list[type[Rule]], contracts: Any, pres: Any, options: dict[str, Any],
+               unpredicted: list[Failure]) -> list[Finding]:
+    from graphlint.engine import INTERNAL_RULE_ID
+    from graphlint.ir import SourceLoc
+    from graphlint.pipeline.engine import PipelineContext
+    from graphlint.rule import Severity
+
+    ctx = PipelineContext(contracts, pres.target, options)
+    ctx.unpredicted = unpredicted  # type: ignore[attr-defined]
+    out: list[Finding] = []
+    overrides = options.get("severity_overrides", {})
+    for rule_cls in rules:
+        check = getattr(rule_cls, "check_pipeline_confirm", None)
+        if check is None:
+            continue
+        ctx.rule = rule_cls
+        try:
+            found = list(rule_cls().check_pipeline_confirm(ctx))
+        except Exception as e:
+            found = [Finding(INTERNAL_RULE_ID, "rule-crashed", Severity.WARNING,
+                             f"Rule {rule_cls.id} ({rule_cls.name}) crashed on pipeline '{contracts.pipeline.name}': "
+                             f"{type(e).__name__}: {e}.", contracts.pipeline.folder,
+                             SourceLoc(file=contracts.pipeline.folder), target=pres.target.spec,
+                             properties={"crashed_rule": rule_cls.id})]
+        sev = overrides.get(rule_cls.id)
+        for f in found:
+            if sev is not None:
+                f.severity = sev
+        out.extend(found)
+    return out
+
+
+def run_note(pr: PipelineRun, settled: Any) -> dict[str, Any]:
+    """What ran for one pipeline and target (``PipelineResult.confirm``)."""
+    e = pr.engine
+    doc: dict[str, Any] = {"engine": e.runner, "version": e.version, "device": e.device,
+                           "seconds": round(pr.seconds, 3), "end_to_end": True}
+    if pr.skipped:
+        doc["skipped"] = pr.skipped
+        return doc
+    points = []
+    for case, rec in zip(pr.cases, pr.records, strict=False):
+        p = {**case.doc(), "ok": rec.get("kind") in ("ok", "rows only")}
+        for k in ("rows", "width", "logits"):
+            if k in rec:
+                p[k] = rec[k]
+        if rec.get("kind") not in ("ok", "rows only"):
+            p.update(failed=rec.get("kind"), stage=rec.get("stage"), error=rec.get("error"))
+        points.append(p)
+    doc["points"] = points
+    if len(pr.records) < len(pr.cases):
+        doc["not_run"] = len(pr.cases) - len(pr.records)
+    bad = {k: v.get("error", "") for k, v in pr.load.items() if not v.get("ok")}
+    if bad:
+        doc["load_error"] = "; ".join(f"{k}: {v}" for k, v in bad.items())
+    if pr.crashed:
+        doc["crashed"] = pr.crashed
+    if settled is not None:
+        doc.update(confirmed=settled.confirmed, cleared=settled.cleared, contradicted=0,
+                   unpredicted=len(settled.unpredicted))
+    return doc
+
