@@ -275,7 +275,8 @@ def _lint_pipeline(pipe: Any, explicit: list[Target], rules: list[type[Rule]], o
 
     try:
         with gc_paused(), time_budget(model_budget(opts) * max(1, len(pipe.stages))):
-            results, piped, failed = lint_pipeline(pipe, lint_stage, configure, rules, _structure_work(rules))
+            results, piped, failed = lint_pipeline(pipe, lint_stage, configure, rules, _structure_work(rules),
+                                                   opts.confirm)
     except TimeBudgetExceeded:
         run.failures.append(budget_failure(pipe.folder, opts.time_budget))
         return

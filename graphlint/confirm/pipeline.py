@@ -38,7 +38,15 @@ from typing import Any
 import numpy as np
 
 from graphlint.confirm.engines import Engine, engine_for
-from graphlint.confirm.execute import MEMORY_BASE, MEMORY_FACTOR, _death, _kill, _read, available_memory, weight_bytes
+from graphlint.confirm.execute import (
+    MEMORY_BASE,
+    MEMORY_FACTOR,
+    _death,
+    _kill,
+    _read,
+    available_memory,
+    weight_bytes,
+)
 from graphlint.confirm.plan import EXPORT, GIVEN, SAMPLE
 from graphlint.confirm.verdicts import settle_pipeline
 from graphlint.rule import Finding, Rule
@@ -333,6 +341,24 @@ def _lm_spec(v: Any) -> dict[str, Any]:
     return spec
 
 
+def _past_from_config(spec: dict[str, Any], configs: Any) -> dict[str, Any]:
+    """An empty KV cache [batch, kv_heads, 0, head_dim] sized as a generate loop sizes it: from config.json
+    (optimum's and transformers' caches read the text config's KV heads and head dim), not from the graph."""
+    if spec["kind"] != "past" or len(spec["dims"]) != 4:
+        return spec
+    for root in ("text_config.", ""):
+        heads = configs.value("config.json", root + "num_key_value_heads") or \
+            configs.value("config.json", root + "num_attention_heads")
+        dim = configs.value("config.json", root + "head_dim")
+        if dim is None and isinstance(heads, int):
+            hidden, n = configs.value("config.json", root + "hidden_size"), configs.value("config.json",
+                                                                                          root + "num_attention_heads")
+            dim = hidden // n if isinstance(hidden, int) and isinstance(n, int) and n else None
+        if isinstance(heads, int) and isinstance(dim, int):
+            return {**spec, "dims": [spec["dims"][0], heads, None, dim]}
+    return spec
+
+
 def _out_index(model: Any, name: str) -> int:
     return next((i for i, v in enumerate(model.graph.outputs) if v.name == name), 0)
 
@@ -410,7 +436,7 @@ def write_job(c: Any, cases: list[Case], work: str, engine: Engine, config: dict
                  "extra": [_fill_spec(v) for v in tm.graph.inputs
                            if v.const is None and v.name not in (ids.name, image_input)]},
         "lm": {"stage": lm, "embeds": embeds_in, "logits": logits.name if logits is not None else "",
-               "vocab": lm_vocab, "inputs": [_lm_spec(v) for v in lmm.graph.inputs
+               "vocab": lm_vocab, "inputs": [_past_from_config(_lm_spec(v), pipe.configs) for v in lmm.graph.inputs
                                              if v.const is None and v.name != embeds_in]},
         "image_token_id": int(token_id), "vocab": int(vocab), "merge_size": int(merge_size),
         "cases": saved,

@@ -30,12 +30,15 @@ def read_processor(pipe: Pipeline) -> tuple[Any, str | None]:
     return proc, (None if proc is not None else processors.unknown_class(files))
 
 
-def lint_pipeline(pipe: Pipeline, lint_stage, configure, rules: list[type[Rule]],
-                  structure_work) -> tuple[list[LintResult], list[PipelineResult], list[tuple[str, str]]]:
+def lint_pipeline(pipe: Pipeline, lint_stage, configure, rules: list[type[Rule]], structure_work,
+                  confirm: Any = None) -> tuple[list[LintResult], list[PipelineResult], list[tuple[str, str]]]:
     """Results per stage and target, the pipeline's results per target, and (path, problem) for
     stages that could not be read. ``lint_stage(path, model, analyses, load_seconds, extra)``: a loaded
     stage's results for the run's targets that take it, ``extra`` rule options added (graphlint.lint's
-    lint_loaded); ``configure(path, target)``: the target and rule options as configured for a file."""
+    lint_loaded); ``configure(path, target)``: the target and rule options as configured for a file;
+    ``confirm`` (graphlint.confirm.options.ConfirmOptions, under --confirm): after the pipeline rules, the
+    whole pipeline is run end to end on the installed engines and its findings settled
+    (graphlint.confirm.pipeline), while the stages are still loaded."""
     stages: dict[str, StageModel] = {}
     failures: list[tuple[str, str]] = []
     seconds: dict[str, float] = {}
@@ -66,6 +69,10 @@ def lint_pipeline(pipe: Pipeline, lint_stage, configure, rules: list[type[Rule]]
         for target in {res.target.spec: res.target for res in results}.values():
             _, options = configure(pipe.folder, target)
             piped.append(run_pipeline_rules(contracts, target, rules, options))
+        if confirm is not None and piped:
+            from graphlint.confirm.pipeline import confirm_pipeline
+
+            confirm_pipeline(contracts, piped, rules, confirm, configure)
         return results, piped, failures
     finally:
         for sm in stages.values():
