@@ -36,6 +36,10 @@ from graphlint.errors import UsageError
 @click.option("--time-budget", type=click.FloatRange(min=0), default=300.0, show_default=True, metavar="SECONDS",
               help="Give up on a model after this long (recorded as timeout); 0 = no limit.")
 @click.option("--retry-failed", is_flag=True, help="Lint again the models stored as crashed or timed out.")
+@click.option("--confirm/--no-confirm", "confirm", default=None,
+              help="After the rules, run each model on the installed engines (ONNX Runtime CPU, OpenVINO CPU, "
+                   "TensorRT with a GPU) and store the findings as settled ([confirm] in the configuration "
+                   "sets it up); with --ray, in the Ray tasks.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), metavar="FILE.html",
               help="Write the fleet dashboard (and a page per model, in FILE's folder).")
 @click.option("--diff", "diff_targets", nargs=2, metavar="BEFORE AFTER",
@@ -47,7 +51,7 @@ from graphlint.errors import UsageError
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @guarded
 def command(sources, targets, store, select, ignore, shapes, config_path, repo_root, jobs, ray_address, time_budget,
-            retry_failed, report_path, diff_targets, fmt, output, fail_level, title, debug) -> None:
+            retry_failed, confirm, report_path, diff_targets, fmt, output, fail_level, title, debug) -> None:
     """Lint a fleet of models for several targets into a results store; re-scans lint only what changed."""
     import json
 
@@ -65,10 +69,10 @@ def command(sources, targets, store, select, ignore, shapes, config_path, repo_r
     paths = None
     if sources:
         summary = _run_scan(scan, sources, split_values(targets), store, select, ignore, shapes, config_path,
-                            repo_root, jobs or procs.jobs(), ray_address, time_budget, retry_failed)
+                            repo_root, jobs or procs.jobs(), ray_address, time_budget, retry_failed, confirm)
         paths = summary.paths
-    elif targets or ray_address:
-        raise click.UsageError("--targets and --ray need SOURCES to scan")
+    elif targets or ray_address or confirm:
+        raise click.UsageError("--targets, --ray and --confirm need SOURCES to scan")
     with Store(store, create=bool(sources)) as db:
         rows = list(db.rows(paths=paths))
         scans = db.scans()
@@ -104,16 +108,17 @@ def _at_or_above(model: dict, level) -> int:
 
 
 def _run_scan(scan, sources, targets, store, select, ignore, shapes, config_path, repo_root, jobs, ray_address,
-              time_budget, retry_failed):
+              time_budget, retry_failed, confirm):
     try:
         summary = scan(sources, targets, store, select=split_values(select), ignore=split_values(ignore),
                        shapes=list(shapes), config=config_path, root=repo_root, time_budget=time_budget, jobs=jobs,
-                       ray=ray_address, retry_failed=retry_failed, progress=progress)
+                       ray=ray_address, retry_failed=retry_failed, confirm=confirm, progress=progress)
     except KeyboardInterrupt:
         click.echo(f"graphlint: interrupted; every model that finished is in {store}: run the same command "
                    f"to resume", err=True)
         sys.exit(130)
     failed = f", {len(summary.failed)} could not be linted" if summary.failed else ""
-    click.echo(f"graphlint: scanned {len(summary.paths)} model(s) for {', '.join(summary.targets)} in "
+    engines = " and run on the installed engines (--confirm)" if summary.confirm else ""
+    click.echo(f"graphlint: scanned {len(summary.paths)} model(s) for {', '.join(summary.targets)}{engines} in "
                f"{summary.seconds:.1f} s: {summary.linted} linted, {summary.reused} from the store{failed}", err=True)
     return summary

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphlint import __version__
 from graphlint.errors import UsageError
@@ -34,15 +35,19 @@ class ScanSummary:
     failed: list[str] = field(default_factory=list)  # models stored as failed, crashed or timed out
     seconds: float = 0.0
     interrupted: bool = False
+    confirm: bool = False  # the models were run on the installed engines (--confirm)
 
 
 def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, select: Sequence[str] = (),
          ignore: Sequence[str] = (), shapes: Sequence[str] = (), config: str | None = None,
          root: str | None = None, time_budget: float = 300.0, jobs: int = 1, ray: str | None = None,
-         retry_failed: bool = False,
+         retry_failed: bool = False, confirm: bool | None = None,
          progress: Callable[[int], Callable[[str], None] | None] | None = None) -> ScanSummary:
     """Lint every model ``source_list`` names for ``targets`` into the store at ``store``; models
     whose rows are fresh are not linted again. ``ray``: a Ray address (``auto``) to run on.
+    ``confirm``: run each model on the installed engines after the rules (``check --confirm``; None: as
+    the configuration's ``[confirm]`` table says); its rows are keyed by the confirm settings and the
+    engines installed, so a static result is never reused for a confirm scan, nor the other way.
     ``progress(n)``: called with the number of models to lint, returns what to call as each starts."""
     from graphlint.config import effective_config
     from graphlint.lint import model_kind
@@ -58,24 +63,34 @@ def scan(source_list: Sequence[str], targets: Sequence[str], store: str, *, sele
         require_ray()
     items = sources.expand(list(source_list))
     spec = Spec(tuple(select), tuple(ignore), tuple(shapes), config and os.path.abspath(config),
-                root and os.path.abspath(root), time_budget, os.getcwd())
+                root and os.path.abspath(root), time_budget, os.getcwd(), confirm)
     eff = effective_config(targets=[], select=list(select), ignore=list(ignore), shapes=list(shapes),
-                           config_path=config, repo_root=root, models=[])
+                           config_path=config, repo_root=root, models=[], confirm=confirm)
     rules_hash = keys.rule_data_hash(options_for(spec, ())[1])
     settings = {"select": sorted(select), "ignore": sorted(ignore), "shapes": list(shapes)}
+    # --confirm: its settings and the engines installed join the options (a static scan's keys stay as they were)
+    engines = keys.engine_versions() if eff.values["confirm"] else None
 
-    def key_of(item: sources.Item, sha: str) -> Key:
-        return Key(sha, __version__, rules_hash,
-                   keys.options_hash(dict(settings, model_shapes=list(item.shapes)), eff.file))
+    def key_of(item: sources.Item, sha: str, ran_on: dict[str, Any] | None = None) -> Key:
+        doc = dict(settings, model_shapes=list(item.shapes))
+        if engines is not None:
+            doc["confirm"] = keys.confirm_settings(eff.values["_confirm"], ran_on or engines)
+        return Key(sha, __version__, rules_hash, keys.options_hash(doc, eff.file))
 
     with Store(store) as db:
-        summary = ScanSummary(db.begin_scan("ray" if ray else f"local:{jobs}", specs, len(items)),
-                              [i.path for i in items], specs)
+        executor = ("ray" if ray else f"local:{jobs}") + (" --confirm" if engines is not None else "")
+        summary = ScanSummary(db.begin_scan(executor, specs, len(items)),
+                              [i.path for i in items], specs, confirm=engines is not None)
         tasks, keyed = _plan(db, items, specs, key_of, summary, retry_failed)
+        by_path = {i.path: i for i in items}
 
         def store_outcome(task: Task, outcome: Outcome) -> None:
             kind = "pipeline" if os.path.isdir(task.path) else model_kind(task.path)
-            db.put(_rows(task, outcome, keyed[task.path], kind, summary.scan_id),
+            key = keyed[task.path]
+            if engines is not None and outcome.engines is not None and outcome.engines != engines:
+                # confirmed on a Ray node whose engines differ from this machine's: keyed by what ran it
+                key = key_of(by_path[task.path], key.sha256, outcome.engines)
+            db.put(_rows(task, outcome, key, kind, summary.scan_id),
                    worker=outcome.worker, attempts=outcome.attempts, seconds=outcome.seconds)
             summary.linted += 1
             if outcome.status != "linted":
@@ -139,8 +154,8 @@ def _plan(db: Store, items: list[sources.Item], specs: list[str], key_of: Callab
 def _rows(task: Task, outcome: Outcome, key: Key, kind: str, scan_id: int) -> list[Row]:
     if outcome.status == "linted":
         share = outcome.seconds / max(len(outcome.results), 1)
-        return [Row(task.path, r.target, key, kind, "linted", r.findings, None, r.nodes, share, scan_id=scan_id)
-                for r in outcome.results]
+        return [Row(task.path, r.target, key, kind, "linted", r.findings, None, r.nodes, share, scan_id=scan_id,
+                    confirm=r.confirm) for r in outcome.results]
     return [Row(task.path, t, key, kind, outcome.status, [], outcome.failure, None, outcome.seconds, scan_id=scan_id)
             for t in task.targets]
 

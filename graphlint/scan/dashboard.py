@@ -16,7 +16,7 @@ from typing import Any
 
 from graphlint import DOCS_URI, __version__
 from graphlint.fsutil import atomic_write_text
-from graphlint.scan.fleet import model_id
+from graphlint.scan.fleet import confirm_counts, model_id
 from graphlint.scan.store import VERDICTS, Row
 
 MAX_ROWS = 2000  # models listed on the dashboard (every model still has its page)
@@ -100,6 +100,39 @@ def _rule_counts(findings: list[dict[str, Any]], sign: str) -> str:
     return "".join(f"<span>{sign} {escape(k)}{f' ×{n}' if n > 1 else ''}</span> " for k, n in sorted(counts.items()))
 
 
+def _settled(c: dict[str, int] | None) -> str:
+    """A model's findings confirmed and cleared on the engines (--confirm), over all its targets."""
+    if c is None:
+        return ""
+    more = f", {c['contradicted']} contradicted" if c.get("contradicted") else ""
+    return f"{c['confirmed']} / {c['cleared']}{more}"
+
+
+def render_confirm(per_target: dict[str, dict[str, int]]) -> str:
+    """What the engines settled per target (--confirm): models run and not, findings confirmed, cleared,
+    contradicted, and failures no finding predicted."""
+    heads = ("models run", "not run", "confirmed", "cleared", "contradicted", "unpredicted")
+    keys = ("ran", "skipped", "confirmed", "cleared", "contradicted", "unpredicted")
+    body = "".join(f'<tr data-target="{escape(t)}"><td><code>{escape(t)}</code></td>'
+                   + "".join(f'<td class="num">{c[k]}</td>' for k in keys) + "</tr>"
+                   for t, c in per_target.items())
+    head = "".join(f'<th class="num">{h}</th>' for h in heads)
+    return (f'<section id="confirm"><h2>Run on the engines (--confirm)</h2><p class="sub">Findings the installed '
+            f'engines confirmed, cleared or contradicted, and failures no finding predicted (GL9101).</p>'
+            f'<table><colgroup><col style="width:220px"></colgroup><tr><th>target</th>{head}</tr>{body}</table>'
+            f'</section>')
+
+
+def _confirm_line(r: Row) -> str:
+    c = confirm_counts(r)
+    if c is None:
+        return ""
+    if not c["ran"]:
+        return f'<p class="sub confirm">not run on an engine: {escape(c["skipped"] or "no engine ran it")}</p>'
+    return (f'<p class="sub confirm">run on {escape(", ".join(c["engines"]))}: {c["confirmed"]} confirmed, '
+            f'{c["cleared"]} cleared, {c["contradicted"]} contradicted, {c["unpredicted"]} unpredicted</p>')
+
+
 def render_dashboard(summary: dict[str, Any], title: str, pages: str, diff: dict[str, Any] | None = None) -> str:
     made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     targets = summary["targets"]
@@ -130,19 +163,26 @@ def render_dashboard(summary: dict[str, Any], title: str, pages: str, diff: dict
         parts.append(f'<section id="rules"><h2>Rules that fail the most models</h2><p class="sub">Models with at least '
                      f'one error of the rule, all targets and per target.</p><table><colgroup><col style="width:300px">'
                      f'</colgroup><tr><th>rule</th><th class="num">models</th>{cols}</tr>{body}</table></section>')
+    if summary.get("confirm"):
+        parts.append(render_confirm(summary["confirm"]))
+    confirmed = bool(summary.get("confirm"))
     models = summary["models"][:MAX_ROWS]
     body = "".join(
         f'<tr class="model" data-verdict="{m["verdict"]}"><td><a href="{pages}/{m["id"]}.html">{escape(m["path"])}</a>'
         f'</td><td class="num">{m["errors"]}</td><td class="num">{m["warnings"]}</td>'
-        + "".join(f"<td>{_cell(m['targets'].get(t))}</td>" for t in targets) + "</tr>"
+        + "".join(f"<td>{_cell(m['targets'].get(t))}</td>" for t in targets)
+        + (f'<td class="confirm">{_settled(m.get("confirm"))}</td>' if confirmed else "") + "</tr>"
         for m in models)
     more = (f'<p class="sub">The first {MAX_ROWS} of {len(summary["models"])} models; every model has its page in '
             f'{escape(pages)}/.</p>' if len(summary["models"]) > MAX_ROWS else "")
     cols = "".join(f'<th class="t">{escape(t)}</th>' for t in targets)
     if diff is not None:
         parts.append(render_diff(diff, pages))
+    if confirmed:
+        cols += '<th class="t">confirmed / cleared</th>'
     parts.append(f'<section id="models"><h2>Models by errors</h2>{more}<table><colgroup><col>'
                  f'<col style="width:84px"><col style="width:100px">{"<col style=width:120px>" * len(targets)}'
+                 f'{"<col style=width:130px>" if confirmed else ""}'
                  f'</colgroup><tr><th>model</th><th class="num">errors</th><th class="num">warnings</th>{cols}</tr>'
                  f'{body}</table></section>')
     return _page(title, "".join(parts))
@@ -158,6 +198,7 @@ def render_model(path: str, rows: list[Row], dashboard: str) -> str:
         head = f'<h2>{_verdict(r.verdict)} <code>{escape(r.target)}</code> · {n} finding{"" if n == 1 else "s"}</h2>'
         if r.failure:
             head += f'<p class="sub">{escape(r.failure)}</p>'
+        head += _confirm_line(r)
         body = "".join(
             f'<tr data-rule="{escape(f["rule_id"])}"><td>{_verdict(f["severity"])}</td><td><a href="{DOCS_URI}/rules/'
             f'{escape(f["rule_id"])}.md">{escape(f["rule_id"])}</a></td><td><code>{escape(f.get("node") or "")}</code>'

@@ -1,7 +1,8 @@
 """What a fleet's stored rows say, as plain data for the text, JSON and HTML reports.
 
 * :func:`summarize`: verdict counts per target, the rules that fail the most models, and the
-  models sorted by errors (the dashboard, docs/scan.md).
+  models sorted by errors (the dashboard, docs/scan.md); under --confirm, per target how many models
+  the engines ran and how many findings they confirmed, cleared and contradicted.
 * :func:`diff`: the models whose verdict changes between two targets (two versions of one
   engine: the engine-upgrade impact report), each with the findings that appear or go away.
   Findings of two targets are matched by their fingerprint (rule, model, subject, kind), which
@@ -32,6 +33,32 @@ def _live(row: Row) -> list[dict[str, Any]]:
     return [f for f in row.findings if not f.get("suppressed")]
 
 
+SETTLED = ("confirmed", "cleared", "contradicted", "unpredicted")
+
+
+def confirm_records(row: Row) -> list[dict[str, Any]]:
+    """The engine records of a row linted with --confirm (a deployment folder's: one per stage)."""
+    rec = row.confirm
+    if rec is None:
+        return []
+    return list(rec["stages"].values()) if "stages" in rec else [rec]
+
+
+def confirm_counts(row: Row) -> dict[str, Any] | None:
+    """What --confirm did for a row: whether the engine ran it (or why not) and how many findings it
+    confirmed, cleared and contradicted, and how many failures no finding predicted; None: not confirmed."""
+    if row.confirm is None:
+        return None
+    recs = confirm_records(row)
+    ran = [r for r in recs if not r.get("skipped")]
+    out: dict[str, Any] = {k: sum(r[k] for r in ran if isinstance(r.get(k), int)) for k in SETTLED}
+    out["ran"] = bool(ran)
+    out["engines"] = sorted({f"{r['engine']} {r['version']}" for r in ran if r.get("engine") and r.get("version")})
+    skipped = [r["skipped"] for r in recs if r.get("skipped")]
+    out["skipped"] = skipped[0] if skipped and not ran else None
+    return out
+
+
 def summarize(rows: Iterable[Row], scans: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``scans``: the store's scans (the last one is shown: when, where, how much it linted)."""
     rows = list(rows)
@@ -40,8 +67,15 @@ def summarize(rows: Iterable[Row], scans: list[dict[str, Any]] | None = None) ->
     by_model: dict[str, dict[str, Row]] = defaultdict(dict)
     failing: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # rule -> target -> models
     names: dict[str, str] = {}
+    confirm: dict[str, dict[str, int]] = {}  # target -> models run / skipped and findings settled (--confirm)
     for r in rows:
         verdicts[r.target][r.verdict] += 1
+        cc = confirm_counts(r)
+        if cc is not None:
+            per = confirm.setdefault(r.target, dict.fromkeys(("ran", "skipped", *SETTLED), 0))
+            per["ran" if cc["ran"] else "skipped"] += 1
+            for k in SETTLED:
+                per[k] += cc[k]
         by_model[r.path][r.target] = r
         for f in _live(r):
             if f["severity"] == "error":
@@ -57,16 +91,20 @@ def summarize(rows: Iterable[Row], scans: list[dict[str, Any]] | None = None) ->
         for r in per.values():
             counts.update(r.counts)
         worst = min((r.verdict for r in per.values()), key=RANK.__getitem__)
+        settled = {t: cc for t, r in sorted(per.items()) if (cc := confirm_counts(r)) is not None}
         models.append({
             "path": path, "id": model_id(path), "format": next(iter(per.values())).format, "verdict": worst,
             "errors": counts["error"], "warnings": counts["warning"], "infos": counts["info"],
             "failed": sorted(t for t, r in per.items() if r.verdict == "failed"),
-            "targets": {t: {"verdict": r.verdict, **r.counts, "failure": r.failure} for t, r in sorted(per.items())},
+            "targets": {t: {"verdict": r.verdict, **r.counts, "failure": r.failure,
+                            **({"confirm": settled[t]} if t in settled else {})} for t, r in sorted(per.items())},
+            "confirm": {k: sum(c[k] for c in settled.values()) for k in SETTLED} if settled else None,
         })
     # Models graphlint could not lint first (nothing is known of them), then by errors.
     models.sort(key=lambda m: (not m["failed"], -m["errors"], -m["warnings"], m["path"]))
     return {"schema": SCHEMA, "targets": targets, "models_total": len(models), "verdicts": verdicts,
-            "failing_rules": rules[:TOP_RULES], "models": models, "last_scan": scans[-1] if scans else None}
+            "failing_rules": rules[:TOP_RULES], "models": models, "last_scan": scans[-1] if scans else None,
+            "confirm": {t: confirm[t] for t in targets if t in confirm} or None}
 
 
 def diff(rows: Iterable[Row], before: str, after: str) -> dict[str, Any]:
@@ -110,6 +148,13 @@ def render_summary_text(s: dict[str, Any], top: int = 15) -> str:
     out.append(f"  {'target':<{width}}  " + "  ".join(f"{v:>7}" for v in VERDICTS))
     for t in s["targets"]:
         out.append(f"  {t:<{width}}  " + "  ".join(f"{s['verdicts'][t][v]:>7}" for v in VERDICTS))
+    if s.get("confirm"):
+        out.append("run on the engines (--confirm):")
+        for t, c in s["confirm"].items():
+            skipped = f", {c['skipped']} not run" if c["skipped"] else ""
+            out.append(f"  {t}: {c['ran']} model(s) ran{skipped}; findings {c['confirmed']} confirmed, "
+                       f"{c['cleared']} cleared, {c['contradicted']} contradicted; "
+                       f"{c['unpredicted']} failure(s) no finding predicted")
     if s["failing_rules"]:
         out.append("rules that fail the most models:")
         for r in s["failing_rules"][:top]:

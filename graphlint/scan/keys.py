@@ -99,3 +99,21 @@ def options_hash(settings: dict[str, Any], config_file: str | None) -> str:
     """The hash of the options that change findings (selection, shapes) and of the configuration file's bytes."""
     doc = dict(settings, config=file_sha256(config_file) if config_file else None)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def engine_versions() -> dict[str, Any]:
+    """What ``--confirm`` runs models on here: each engine's installed version (None: not installed) and
+    whether a CUDA GPU is present (TensorRT runs only there); found without importing any engine."""
+    from graphlint.confirm.engines import RUNNERS, has_gpu, installed
+
+    return {**{runner: installed(runner) for runner in sorted(RUNNERS.values())}, "gpu": has_gpu()}
+
+
+def confirm_settings(copts: Any, engines: dict[str, Any]) -> dict[str, Any]:
+    """The part of the options hash a ``--confirm`` scan adds: the ``[confirm]`` settings and the engines
+    (a result confirmed on other engines, or not confirmed at all, is not reused)."""
+    import dataclasses
+
+    plain = (bool, int, float, str, dict, list, type(None))  # not a Python API's in-memory reference model
+    settings = {f.name: v for f in dataclasses.fields(copts) if isinstance(v := getattr(copts, f.name), plain)}
+    return {"settings": settings, "engines": engines}

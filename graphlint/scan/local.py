@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from graphlint import procs, workers
-from graphlint.scan.work import Outcome, Spec, Task, gave_up, run_task
+from graphlint.scan.work import Outcome, Spec, Task, gave_up, run_task, task_budget
 
 # The tasks of the workers forked next (they inherit it, and get a path's index).
 _TASKS: dict[str, Task] = {}
@@ -21,7 +21,7 @@ def run_local(tasks: list[Task], spec: Spec, on_outcome: Callable[[Task, Outcome
     _TASKS, _SPEC = {t.path: t for t in tasks}, spec
     with procs.using_jobs(jobs):
         workers.lint_each(
-            [t.path for t in tasks], _job, _overran, jobs=jobs, time_budget=spec.time_budget, on_model=on_model,
+            [t.path for t in tasks], _job, _overran, jobs=jobs, time_budget=task_budget(spec), on_model=on_model,
             died=_died, retries=1, on_outcome=lambda i, outcome: on_outcome(tasks[i], outcome))
 
 
@@ -30,8 +30,9 @@ def _job(path: str) -> Outcome:
 
 
 def _overran(path: str) -> Outcome:
+    extra = " plus the engines' under --confirm" if task_budget(_SPEC) != _SPEC.time_budget else ""
     return gave_up(_TASKS[path], "timeout", f"its worker did not answer past the time budget of "
-                                            f"{_SPEC.time_budget:g} s (--time-budget) and was stopped")
+                                            f"{_SPEC.time_budget:g} s (--time-budget){extra} and was stopped")
 
 
 def _died(path: str) -> Outcome:

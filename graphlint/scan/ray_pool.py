@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graphlint.errors import UsageError
-from graphlint.scan.work import BUDGET_MARGIN, Outcome, Spec, Task, gave_up, run_task
+from graphlint.scan.work import BUDGET_MARGIN, Outcome, Spec, Task, gave_up, run_task, task_budget
 
 RETRIES = 2  # Ray re-runs a task whose worker died this many times
 # Memory a task declares: the interpreter with onnx and the engines' tables, plus a multiple of
@@ -80,7 +80,8 @@ def _dispatch(ray: Any, tasks: list[Task], spec: Spec, on_outcome: Callable[[Tas
     in_flight = int(ray.cluster_resources().get("CPU", 1)) + 2
     largest = max((n["Resources"].get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0) or float("inf")
     # A task may wait behind another before it starts; past that, its worker holds a C++ call.
-    overdue = 2 * spec.time_budget + BUDGET_MARGIN if spec.time_budget else float("inf")
+    budget = task_budget(spec)  # under --confirm, the engines' budgets too
+    overdue = 2 * budget + BUDGET_MARGIN if budget else float("inf")
     queue = deque(sorted(tasks, key=lambda t: -t.size))  # the biggest first: no long tail at the end
     running: dict[Any, tuple[Task, float]] = {}
     while queue or running:

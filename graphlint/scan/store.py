@@ -3,7 +3,8 @@
 One row per model × target holds what that lint found and what it was linted with: the model's
 sha256, graphlint's version, the hash of the rules and their data, the hash of the options, the
 findings as JSON (the objects of the JSON report, docs/json-report.md), the counts per severity,
-the time it took and, when it could not be linted, why. A row is *fresh* when all four keys
+the time it took and, when it could not be linted, why, and under ``--confirm`` what ran on the engines
+(``confirm``: the record of graphlint.confirm.verdicts.run_note). A row is *fresh* when all four keys
 match what the scan would lint with now; a re-scan lints only models with a stale or missing row.
 
 Each model's rows are committed in one transaction as soon as its lint ends, so an interrupted
@@ -23,7 +24,7 @@ from typing import Any
 
 from graphlint.errors import UsageError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: results.confirm (a store of schema 1 is migrated when opened)
 # Statuses of a row: linted (findings hold the result), failed (graphlint could not read the
 # model), crashed (its worker died on every attempt), timeout (past the time budget), n/a (the
 # target cannot take the model's format, e.g. TensorRT and OpenVINO IR).
@@ -41,7 +42,7 @@ CREATE TABLE IF NOT EXISTS results (
     options_hash TEXT NOT NULL, format TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT NOT NULL,
     errors INTEGER NOT NULL, warnings INTEGER NOT NULL, infos INTEGER NOT NULL,
     findings TEXT NOT NULL, failure TEXT, nodes INTEGER, seconds REAL NOT NULL,
-    linted_at TEXT NOT NULL, scan_id INTEGER NOT NULL,
+    linted_at TEXT NOT NULL, scan_id INTEGER NOT NULL, confirm TEXT,
     PRIMARY KEY (path, target));
 CREATE TABLE IF NOT EXISTS scans (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT, executor TEXT NOT NULL,
@@ -51,6 +52,9 @@ CREATE TABLE IF NOT EXISTS lints (
     scan_id INTEGER NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL, targets TEXT NOT NULL,
     seconds REAL NOT NULL, worker TEXT NOT NULL, attempts INTEGER NOT NULL, ended TEXT NOT NULL);
 """
+
+_COLUMNS = ("path, target, sha256, graphlint_version, rule_data_hash, options_hash, format, status, verdict, "
+            "errors, warnings, infos, findings, failure, nodes, seconds, linted_at, scan_id, confirm")
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,9 @@ class Row:
     seconds: float = 0.0
     linted_at: str = ""
     scan_id: int = 0
+    # --confirm: what ran on the engines (graphlint.confirm.verdicts.run_note; a deployment folder's:
+    # {"stages": {stage path: record}}); None for a static-only lint
+    confirm: dict[str, Any] | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -121,6 +128,10 @@ class Store:
             raise UsageError(f"{path}: not a graphlint store ({e})") from None
         if version is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        elif version[0] == "1":  # before --confirm: the same rows, no confirm record
+            with self._transaction():
+                self.db.execute("ALTER TABLE results ADD COLUMN confirm TEXT")
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
         elif version[0] != SCHEMA_VERSION:
             raise UsageError(f"{path}: store schema {version[0]}, this graphlint writes {SCHEMA_VERSION}")
 
@@ -171,11 +182,12 @@ class Store:
             for r in rows:
                 c = r.counts
                 self.db.execute(
-                    "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO results ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (r.path, r.target, r.key.sha256, r.key.graphlint_version, r.key.rule_data_hash,
                      r.key.options_hash, r.format, r.status, r.verdict, c["error"], c["warning"], c["info"],
                      json.dumps(r.findings, sort_keys=True, default=str), r.failure, r.nodes, r.seconds,
-                     r.linted_at or now(), r.scan_id))
+                     r.linted_at or now(), r.scan_id,
+                     None if r.confirm is None else json.dumps(r.confirm, sort_keys=True, default=str)))
             linted = [r.target for r in rows if r.status != "n/a"]
             if linted:
                 self.db.execute("INSERT INTO lints VALUES (?,?,?,?,?,?,?,?)",
@@ -187,14 +199,14 @@ class Store:
         want_paths = set(paths) if paths is not None else None
         want_targets = set(targets) if targets is not None else None
         for rec in self.db.execute("SELECT path, target, sha256, graphlint_version, rule_data_hash, options_hash, "
-                                   "format, status, findings, failure, nodes, seconds, linted_at, scan_id "
-                                   "FROM results ORDER BY path, target"):
+                                   "format, status, findings, failure, nodes, seconds, linted_at, scan_id, "
+                                   "confirm FROM results ORDER BY path, target"):
             if want_paths is not None and rec[0] not in want_paths:
                 continue
             if want_targets is not None and rec[1] not in want_targets:
                 continue
             yield Row(rec[0], rec[1], Key(*rec[2:6]), rec[6], rec[7], json.loads(rec[8]), rec[9], rec[10],
-                      rec[11], rec[12], rec[13])
+                      rec[11], rec[12], rec[13], None if rec[14] is None else json.loads(rec[14]))
 
     def stored_targets(self) -> list[str]:
         return [t for (t,) in self.db.execute("SELECT DISTINCT target FROM results ORDER BY target")]

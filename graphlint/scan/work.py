@@ -28,6 +28,7 @@ class Spec:
     root: str | None = None
     time_budget: float = 300.0
     cwd: str = ""  # the driver's working folder: models are named relative to it (graphlint.scan.sources)
+    confirm: bool | None = None  # --confirm / --no-confirm; None: as the configuration's [confirm] says
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class TargetOutcome:
     target: str
     findings: list[dict[str, Any]]
     nodes: int | None = None
+    confirm: dict[str, Any] | None = None  # --confirm: what ran on the engines (store.Row.confirm)
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Outcome:
     seconds: float = 0.0
     worker: str = ""
     attempts: int = 1
+    engines: dict[str, Any] | None = None  # --confirm: the engines installed where it ran (keys.engine_versions)
 
 
 def worker_name() -> str:
@@ -85,9 +88,10 @@ def run_task(task: Task, spec: Spec) -> Outcome:
                            worker=worker_name())
         run = Run(results=found, failures=[], rules=rules, root=os.path.abspath(opts.root))
         apply_workflow(run, opts, None)
-        results = [TargetOutcome(task.targets[i], [finding_dict(f) for f in res.findings], res.stats.get("nodes"))
-                   for i, res in enumerate(found)]
-        return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name())
+        results = [TargetOutcome(task.targets[i], [finding_dict(f) for f in res.findings], res.stats.get("nodes"),
+                                 res.confirm) for i, res in enumerate(found)]
+        return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name(),
+                       engines=_engines(opts))
     except Exception as e:  # a bug of ours or a rule pack's must not stop the fleet
         return Outcome(task.path, "crashed", failure=f"internal error: {type(e).__name__}: {e}",
                        seconds=time.perf_counter() - t0, worker=worker_name())
@@ -111,8 +115,26 @@ def _pipeline_task(task: Task, opts: Any, rules: list[type], t0: float) -> Outco
     for spec_, t in zip(task.targets, targets, strict=True):
         mine = [r for r in run.all_results() if r.target.spec == t.spec]
         nodes = sum(r.stats.get("nodes", 0) for r in run.results if r.target.spec == t.spec)
-        results.append(TargetOutcome(spec_, [finding_dict(f) for r in mine for f in r.findings], nodes or None))
-    return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name())
+        stages = {_stage(r, task.path): c for r in mine if (c := getattr(r, "confirm", None))}
+        results.append(TargetOutcome(spec_, [finding_dict(f) for r in mine for f in r.findings], nodes or None,
+                                     {"stages": stages} if opts.confirm is not None else None))
+    return Outcome(task.path, "linted", results, seconds=time.perf_counter() - t0, worker=worker_name(),
+                   engines=_engines(opts))
+
+
+def _stage(result: Any, folder: str) -> str:
+    """How a deployment folder's confirm records name a result: its stage's file, or ``pipeline``."""
+    model = getattr(result, "model", None)
+    return os.path.relpath(model.path, folder) if model is not None else "pipeline"
+
+
+def _engines(opts: Any) -> dict[str, Any] | None:
+    """Under --confirm, the engines this process ran the model on (the driver keys the rows by them)."""
+    if opts.confirm is None:
+        return None
+    from graphlint.scan.keys import engine_versions
+
+    return engine_versions()
 
 
 @functools.lru_cache(maxsize=64)
@@ -123,10 +145,18 @@ def options_for(spec: Spec, shapes: tuple[str, ...]) -> tuple[Any, list[type]]:
 
     opts = resolve_options(targets=[], select=list(spec.select), ignore=list(spec.ignore),
                            shapes=[*spec.shapes, *shapes], config_path=spec.config_path, repo_root=spec.root,
-                           models=[])
+                           models=[], confirm=spec.confirm)
     opts.time_budget = spec.time_budget
     opts.jobs = 1
     return opts, selected_rules(opts)
+
+
+def task_budget(spec: Spec) -> float:
+    """Seconds a task may run before its executor gives up on it: the time budget, and under --confirm
+    each engine's budget too (graphlint.lint.model_budget); 0: no limit."""
+    from graphlint.lint import model_budget
+
+    return model_budget(options_for(spec, ())[0])
 
 
 def gave_up(task: Task, status: str, why: str, attempts: int = 1) -> Outcome:
