@@ -273,7 +273,7 @@ def _is_child(pid: str) -> bool:
     """An engine child of this process (other processes on the machine may run their own)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            mine = b"graphlint.confirm.child" in f.read()
+            mine = b"graphlint.runners.child" in f.read()
         with open(f"/proc/{pid}/stat") as f:
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):

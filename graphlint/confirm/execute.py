@@ -1,7 +1,7 @@
 """Run a plan on engines, each in a child process of its own, within a time budget and the memory
 the machine has.
 
-The child (graphlint.confirm.child) is a fresh interpreter, not a fork: an engine's threads and
+The child (graphlint.runners.child) is a fresh interpreter, not a fork: an engine's threads and
 allocator start clean, and a crash or a kill takes nothing of the linter with it. Before it starts,
 the model's weights are compared with the memory available: engines hold their own copy of every
 weight (ONNX Runtime also a prepacked one), so a model whose weights times ``MEMORY_FACTOR`` exceed
@@ -124,7 +124,7 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
         with open(job_path, "w") as f:
             json.dump(job, f)
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "graphlint.confirm.child", job_path],
+        proc = subprocess.Popen([sys.executable, "-m", "graphlint.runners.child", job_path],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
             _, err = proc.communicate(timeout=budget if budget > 0 else None)

@@ -1,4 +1,4 @@
-"""The engine child: ``python -m graphlint.confirm.child JOB.json`` loads one model on one engine
+"""The engine child: ``python -m graphlint.runners.child JOB.json`` loads one model on one engine
 and runs it at each point of the job, writing what happened to the job's ``result.json`` after
 every step. The parent reads that file whatever the child's end (a crash, a kill at the time budget):
 the last step started and not finished is where the engine died.
