@@ -95,6 +95,9 @@ def main() -> int:
     ok, why = scan_without_ray(exe)
     passed, failed = passed + ok, failed + (not ok)
     print(f"{'ok  ' if ok else 'FAIL'} graphlint scan without the ray extra: {why}")
+    ok, why = confirm_on_the_engines(exe)
+    passed, failed = passed + ok, failed + (not ok)
+    print(f"{'ok  ' if ok else 'FAIL'} --confirm on the installed engines: {why}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -133,6 +136,23 @@ def scan_without_ray(exe: str) -> tuple[bool, str]:
         if run.returncode != 2 or "pip install 'graphlint[ray]'" not in run.stderr or "Traceback" in run.stderr:
             return False, f"--ray without Ray: exit {run.returncode}: {run.stderr.strip()[:200]}"
     return True, "local scan stored, --ray asks for graphlint[ray]"
+
+
+def confirm_on_the_engines(exe: str) -> tuple[bool, str]:
+    """``--confirm`` runs the example on the engines the install brought (ONNX Runtime and OpenVINO
+    are dependencies), in their child processes, and TensorRT is skipped with a reason."""
+    model = models()[0]
+    run = subprocess.run([exe, model, "-t", "ort", "-t", "openvino", "-t", "trt", "--confirm", "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    if run.returncode not in (0, 1) or "Traceback" in run.stderr:
+        return False, f"exit {run.returncode}: {run.stderr.strip()[:300]}"
+    records = {res["target"].split("@")[0]: res.get("confirm") or {} for res in json.loads(run.stdout)["models"]}
+    ran = [t for t in ("ort", "openvino") if records.get(t, {}).get("points")
+           and all(p["ok"] for p in records[t]["points"])]
+    if ran != ["ort", "openvino"] or not records.get("trt", {}).get("skipped"):
+        return False, f"confirm records: {records}"
+    return True, f"ran on {', '.join(records[t]['engine'] + ' ' + records[t]['version'] for t in ran)}; " \
+                 f"trt: {records['trt']['skipped']}"
 
 
 if __name__ == "__main__":
