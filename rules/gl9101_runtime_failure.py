@@ -59,6 +59,7 @@ class RuntimeFailure(Rule):
                               confirm={"verdict": "runtime", **f.evidence()},
                               kind=f.stage, unknown=["fed sizes"] if f.sample_only else None)
         er = ctx.run
-        if er.crashed and not any(not r.ok for r in er.runs) and not er.load_error:
-            yield ctx.finding(None, f"{er.engine.title} did not finish: {er.crashed}.", severity=Severity.WARNING,
-                              kind="crash", unknown=["engine behaviour"])
+        if er.stopped and not er.skipped:  # a time budget or an outside kill: what the engine would do is unknown
+            yield ctx.finding(None, f"{er.engine.title} did not finish: {er.crashed}; the sizes it had not run "
+                              "are unconfirmed (raise [confirm] budget to run them).", severity=Severity.WARNING,
+                              kind="stopped", unknown=["engine behaviour"])

@@ -49,7 +49,8 @@ class EngineRun:
     load_error: str = ""
     load_node: str | None = None
     runs: list[RunRecord] = field(default_factory=list)
-    crashed: str = ""  # the engine process died (signal, exit code) at this step
+    crashed: str = ""  # the engine process died (signal, exit code) or was stopped at the time budget
+    stopped: bool = False  # stopped at the time budget or killed from outside: says nothing of the model
     skipped: str = ""  # not run at all, and why
     precision: str | None = None
     seconds: float = 0.0
@@ -132,6 +133,7 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
             _kill(proc)
             err = b""
             er.crashed = f"stopped at the time budget of {budget:g} s"
+            er.stopped = True
         except BaseException:  # the model's own budget, Ctrl-C: no engine process outlives the linter
             _kill(proc)
             raise
@@ -139,13 +141,15 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
         result = _read(job["result"])
         if proc.returncode and not er.crashed:
             er.crashed = _death(proc.returncode, err)
+            # SIGKILL comes from outside (the kernel's out-of-memory killer, an operator), not the engine
+            er.stopped = proc.returncode == -signal.SIGKILL
         if not result:
             er.skipped = er.crashed or "the engine process wrote nothing"
             return er
         load = result.get("load") or {}
         if load and not load.get("ok"):
             er.load_error, er.load_node = load.get("error", ""), load.get("node")
-        elif not load and er.crashed:
+        elif not load and er.crashed and not er.stopped:
             er.load_error = f"the engine process died while loading the model: {er.crashed}"
         er.precision = result.get("precision")
         for i, rec in enumerate(result.get("runs", [])):
@@ -158,7 +162,7 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
                                      {k: (tuple(s), d) for k, (s, d) in rec.get("outputs", {}).items()},
                                      values, rec.get("seconds", 0.0)))
         step = result.get("step")
-        if er.crashed and step and step.startswith("run "):
+        if er.crashed and not er.stopped and step and step.startswith("run "):
             i = int(step.split()[1])
             er.runs.append(RunRecord(plan.points[i], False, f"the engine process died: {er.crashed}"))
     return er
