@@ -489,8 +489,12 @@ def run_engine(job: dict[str, Any], work: str, engine: Engine, cases: list[Case]
 
 
 def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], copts: Any,
-                     configure: Any = None) -> None:
-    """Run the pipeline of ``contracts`` on the engines of ``piped``'s targets and settle their findings."""
+                     configure: Any = None, stage_results: list[Any] | None = None,
+                     fed: dict[str, dict[str, Any]] | None = None) -> None:
+    """Run the pipeline of ``contracts`` on the engines of ``piped``'s targets and settle their findings;
+    ``stage_results`` (the stages' own results, each confirmed alone at ``fed``, the processor's shapes per
+    stage input) are overruled where the end-to-end run shows a stage-alone failure was the feed's
+    (see :func:`overrule_stage_runs`)."""
     t0 = time.perf_counter()
     engines: dict[Engine, list[Any]] = {}
     for pres in piped:
@@ -526,6 +530,44 @@ def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], 
             pres.findings.sort(key=lambda f: (f.model, f.location.line or 0, f.rule_id, f.message))
             pres.confirm = run_note(pr, settled)
             pres.timings["confirm"] = time.perf_counter() - t0
+    if stage_results:
+        overrule_stage_runs(contracts, stage_results, runs, fed or {})
+
+
+def overrule_stage_runs(c: Any, results: list[Any], runs: dict[Engine, PipelineRun],
+                        fed: dict[str, dict[str, Any]]) -> None:
+    """A vision-chain stage confirmed alone is fed the processor's tensors, and every other input at a size
+    graphlint samples (Idefics3's ``patch_attention_mask`` beside 10 tiles of ``pixel_values``): a failure
+    there (GL9101 at a "processor feed") says nothing of the deployment when the end-to-end run, which makes
+    those inputs as the runtime does, ran the stage at every processor feed on the same engine. Such a
+    finding becomes a warning, contradicted by that run."""
+    from graphlint.rule import Severity
+
+    paths = {c.pipeline.stage(s).path: s for s in c.chain if c.pipeline.stage(s) is not None}
+    for res in results:
+        stage = paths.get(getattr(res.model, "path", None))
+        if stage is None:
+            continue
+        for f in res.findings:
+            ev = f.properties.get("confirm") or {}
+            if f.rule_id != "GL9101" or f.severity < Severity.ERROR or not str(ev.get("point", "")).startswith(
+                    "processor feed"):
+                continue
+            sampled = sorted(set(ev.get("shapes") or {}) - set(fed.get(stage) or {}))
+            pr = next((r for e, r in runs.items() if e.runner == ev.get("engine") and not r.skipped), None)
+            if not sampled or pr is None or pr.load.get(stage, {}).get("ok") is False:
+                continue
+            given = [(case, rec) for case, rec in zip(pr.cases, pr.records, strict=False) if case.kind == GIVEN]
+            if len(given) < sum(case.kind == GIVEN for case in pr.cases) or any(
+                    rec.get("kind") == "vision" and rec.get("stage") == stage for _, rec in given):
+                continue
+            f.severity = Severity.WARNING
+            f.message += (f" Contradicted: {pr.engine.title} ran stage '{stage}' at all {len(given)} processor feeds "
+                          f"in the pipeline run end to end, with {', '.join(repr(x) for x in sampled)} made as the "
+                          "runtime makes them; this run fed them at sizes graphlint sampled.")
+            ev["verdict"] = "contradicted"
+            ev["by"] = "pipeline run end to end"
+            f.properties.pop("basis", None)
 
 
 def _run_rules(rules: list[type[Rule]], contracts: Any, pres: Any, options: dict[str, Any],
