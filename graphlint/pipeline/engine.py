@@ -38,6 +38,7 @@ class PipelineResult:
     findings: list[Finding]
     contracts: list[EdgeVerdict] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    confirm: dict[str, Any] | None = None  # --confirm: the pipeline run end to end (graphlint.confirm.pipeline)
 
     @property
     def path(self) -> str:

@@ -48,7 +48,7 @@ def pipeline_dict(pres: Any) -> dict[str, Any]:
     counts = {"error": 0, "warning": 0, "info": 0, "suppressed": 0}
     for f in pres.findings:
         counts["suppressed" if f.suppressed else f.severity.label] += 1
-    return {
+    doc = {
         "folder": pipe.folder,
         "layout": pipe.layout,
         "name": pipe.name,
@@ -58,6 +58,9 @@ def pipeline_dict(pres: Any) -> dict[str, Any]:
         "summary": counts,
         "findings": [finding_dict(f) for f in pres.findings],
     }
+    if pres.confirm is not None:  # --confirm: the pipeline run end to end
+        doc["confirm"] = pres.confirm
+    return doc
 
 
 def render_json(run: Run) -> str:

@@ -112,6 +112,8 @@ def _pipeline_lines(pres, style, show_info: bool) -> list[str]:
     pipe = pres.pipeline
     lines = [style(f"{pipe.title} -> {pres.target.title}", bold=True)]
     lines.append("  stages: " + ", ".join(f"{s.name} ({s.role})" for s in pipe.stages))
+    if pres.confirm is not None:
+        lines.append("  " + confirm_line(pres.confirm))
     for ev in pres.contracts:
         mark = style(f"{ev.verdict:<7}", fg=_VERDICT_COLORS.get(ev.verdict, "blue"))
         lines.append(f"  {mark} {ev.subject}")
@@ -143,8 +145,13 @@ def confirm_line(doc: dict) -> str:
     if doc.get("load_error"):
         text = f"confirm: {engine} refused the model"
     else:
-        text = f"confirm: {engine} ran {_count(len(points), 'size')}" + (f", {failed} failed" if failed else "")
-        text += " (" + ", ".join(p["label"] for p in points) + ")" if points else ""
+        what = "the pipeline end to end on " + _count(len(points), "prompt") if doc.get("end_to_end") \
+            else _count(len(points), "size")
+        text = f"confirm: {engine} ran {what}" + (f", {failed} failed" if failed else "")
+        labels = [p["label"] for p in points]
+        if len(labels) > 4:
+            labels = [*labels[:3], f"{len(labels) - 3} more"]
+        text += " (" + ", ".join(labels) + ")" if labels else ""
     if doc.get("precision"):
         text += f", computing in {doc['precision']}"
     settled = [f"{doc[k]} {k}" for k in ("confirmed", "cleared", "contradicted") if doc.get(k)]

@@ -35,6 +35,7 @@ class Session:
         except Exception:
             self.precision = None
         self.request = self.compiled.create_infer_request()
+        self.stateful = bool(self.request.query_state())
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         by_port = {}
@@ -43,6 +44,8 @@ class Session:
             if name is not None:
                 by_port[p] = feeds[name]
         try:
+            if self.stateful:  # each run is a new sequence: a stateful LLM must not carry the last run's KV cache
+                self.request.reset_state()
             res = self.request.infer(by_port)
         except Exception as e:
             raise failure(e) from None
