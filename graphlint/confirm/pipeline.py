@@ -2,7 +2,7 @@
 
 After the pipeline rules ran (graphlint.pipeline.lint), and while the stages are loaded, this module
 
-1. plans the **cases**: every feed the folder's processor makes (the shapes of
+1. plans the **cases** (graphlint.confirm.pipeline_cases): every feed the folder's processor makes (the shapes of
    :class:`~graphlint.pipeline.contracts.FeedFacts`, synthetic pixels in the range the processor's output
    has, ``image_grid_thw`` and the like from the feed's values), each with the image tokens the processor
    inserts, the rows those tokens need (:func:`~graphlint.pipeline.contracts.expected_rows`) and the
@@ -11,7 +11,7 @@ After the pipeline rules ran (graphlint.pipeline.lint), and while the stages are
    ``vision_config.image_size``, the processor config's size, else the vision graph's export size) with
    the image tokens the configs state (``image_seq_length``, ``num_image_tokens``, ``mm_tokens_per_image``);
    a prompt of two images where the vision graph's batch is fixed (a sample: the folder does not say);
-2. runs them in ONE engine process per engine (graphlint.confirm.pipeline_child): the vision chain, the
+2. runs them in ONE engine process per engine (graphlint.runners.pipeline_child): the vision chain, the
    row count, the merge into the text embeddings and the language model, the tensors passed between the
    stages there, within the time budget and the memory check of graphlint.confirm.execute;
 3. settles the pipeline findings of the matching target: a finding the failure bears on (GL8001 for
@@ -47,53 +47,10 @@ from graphlint.confirm.execute import (
     available_memory,
     weight_bytes,
 )
-from graphlint.confirm.plan import EXPORT, GIVEN, SAMPLE
+from graphlint.confirm.pipeline_cases import Case, _dims, _np_dtype, _stated, plan_cases
+from graphlint.confirm.plan import SAMPLE
 from graphlint.confirm.verdicts import settle_pipeline
 from graphlint.rule import Finding, Rule
-
-MAX_PAIRS = 8  # two-image prompts run per folder (each single-image feed runs)
-# the image token counts configs state, in the order a processor reads them (its own config first)
-TOKEN_KEYS = ("image_seq_length", "num_image_tokens", "mm_tokens_per_image", "image_seq_len")
-TOKEN_FILES = ("processor_config.json", "preprocessor_config.json", "config.json")
-SIZE_KEYS = (("config.json", "vision_config.image_size"), ("processor_config.json", "image_processor.crop_size.height"),
-             ("processor_config.json", "image_processor.size.height"), ("preprocessor_config.json", "crop_size.height"),
-             ("preprocessor_config.json", "size.height"), ("preprocessor_config.json", "size.shortest_edge"),
-             ("preprocessor_config.json", "image_size"))
-
-
-@dataclass
-class Case:
-    """One prompt run end to end."""
-
-    label: str  # "processor feed 3 (a 32x16 image)"
-    kind: str  # GIVEN (the processor's feed) | EXPORT (a size the folder states) | SAMPLE (graphlint's)
-    feeds: dict[str, np.ndarray]  # the vision stage's inputs
-    images: int = 1
-    image: tuple[int, int] | None = None  # source (height, width)
-    tokens: int | None = None  # image tokens inserted into the prompt
-    expected_rows: int | None = None  # rows the vision side must return for them
-    features: int | None = None  # features the runtime's packing makes of those rows (None: the rows)
-    packing: str = ""
-    legacy: str = ""  # the runtime's own code refuses this prompt (and why)
-    grids: list[list[int]] | None = None  # image_grid_thw rows (M-RoPE positions)
-    token_key: tuple[str, str] | None = None  # (file, key) the token count comes from
-    question: str = "rows"  # the unknown a run of it answers: rows | images per prompt | processor
-
-    def shapes(self) -> dict[str, list[int]]:
-        return {k: list(v.shape) for k, v in self.feeds.items()}
-
-    def text(self) -> str:
-        dims = ", ".join(f"'{k}' {'x'.join(map(str, v.shape))}" for k, v in self.feeds.items())
-        return f"{self.label} ({dims})"
-
-    def doc(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"label": self.label, "kind": self.kind, "images": self.images, "shapes": self.shapes()}
-        if self.image is not None:
-            out["image"] = list(self.image)
-        for k in ("tokens", "expected_rows", "features"):
-            if getattr(self, k) is not None:
-                out[k] = getattr(self, k)
-        return out
 
 
 @dataclass
@@ -160,154 +117,6 @@ class PipelineRun:
                 if r.get("kind") == "ok" and (question is None or c.question == question)]
 
 
-# ---------------------------------------------------------------------------------------------- planning
-
-def _dims(v: Any) -> list[int | None]:
-    return [d if isinstance(d, int) and d >= 0 else None for d in (v.shape or ())]
-
-
-def _np_dtype(dtype: str | None) -> str:
-    return "float32" if not dtype or dtype == "bfloat16" else dtype
-
-
-def _stated(configs: Any, pairs: tuple[tuple[str, str], ...]) -> tuple[Any, str, str] | None:
-    for file, key in pairs:
-        v = configs.value(file, key)
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v, file, key
-    return None
-
-
-def _token_count(configs: Any) -> tuple[int, str, str] | None:
-    """The image tokens per image the configs state (a custom processor's), and where."""
-    pairs = []
-    for file in TOKEN_FILES:
-        for key in TOKEN_KEYS:
-            pairs.append((file, key))
-            if file == "processor_config.json":
-                pairs.append((file, f"image_processor.{key}"))
-    return _stated(configs, tuple(pairs))
-
-
-def _pixel_array(shape: tuple[int, ...], dtype: str, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
-    dt = np.dtype(_np_dtype(dtype))
-    if dt.kind in "iu":
-        return rng.integers(max(int(lo), 0), int(hi) + 1, shape).astype(dt)
-    return rng.uniform(lo, hi, shape).astype(dt)
-
-
-def _vision_feeds(model: Any, pixel: Any, shapes: dict[str, tuple[int, ...]], values: dict[str, tuple[int, ...]],
-                  images: int, rng: np.random.Generator, rng_range: tuple[float, float], patch: int | None
-                  ) -> tuple[dict[str, np.ndarray], str]:
-    """The vision stage's inputs for one case: the pixels, the processor's other tensors (their values where
-    the processor's are known: image_grid_thw), and what the runtime makes itself from them (Idefics3's patch
-    mask and positions, from config.json's vision patch size as optimum-intel does); or why not."""
-    out: dict[str, np.ndarray] = {}
-    for v in model.graph.inputs:
-        if v.const is not None:
-            continue
-        dt = _np_dtype(v.dtype)
-        if v is pixel:
-            out[v.name] = _pixel_array(shapes[v.name], dt, rng, *rng_range)
-        elif v.name in shapes:
-            shape = shapes[v.name]
-            if v.name in values:
-                row = np.asarray(values[v.name], dtype=dt).reshape(1, -1)
-                out[v.name] = np.resize(np.tile(row, (max(1, shape[0] // max(1, row.shape[0])), 1)), shape).astype(dt)
-            elif "mask" in v.name:
-                out[v.name] = np.ones(shape, dt)
-            else:
-                out[v.name] = np.zeros(shape, dt)
-        elif pixel is not None and v.name in ("patch_attention_mask", "patch_position_ids") and patch:
-            ps = shapes[pixel.name]
-            b, h, w = ps[0], ps[-2] // patch, ps[-1] // patch
-            if v.name == "patch_attention_mask":
-                out[v.name] = np.ones((b, h, w), dt)
-            else:
-                out[v.name] = np.broadcast_to(np.arange(h * w, dtype=dt), (b, h * w)).copy()
-        elif v.shape is not None and all(isinstance(d, int) for d in v.shape):
-            out[v.name] = np.zeros(tuple(v.shape), dt)
-        else:
-            return {}, f"the vision stage's input '{v.name}' is made by the runtime in a way graphlint does not know"
-    return out, ""
-
-
-def plan_cases(c: Any, seed: int = 0) -> tuple[list[Case], str]:
-    """The prompts to run for a pipeline's contracts (graphlint.pipeline.contracts.Contracts), or why none."""
-    from graphlint.pipeline import runtimes
-    from graphlint.pipeline.contracts import batched, expected_rows, pixel_input
-
-    if not c.chain or c.merge_edge() is None or any(s not in c.stages for s in c.chain):
-        return [], "the folder has no vision chain merged into a language model"
-    first = c.stages[c.chain[0]].model
-    pixel = pixel_input(first)
-    configs = c.pipeline.configs
-    patch = _stated(configs, (("config.json", "vision_config.patch_size"),))
-    patch_size = patch[0] if patch else None
-    rng = np.random.default_rng(seed)
-    cases: list[Case] = []
-    proc = c.processor
-    if proc is not None:
-        lo, hi = proc.pixel.range
-        legacy = runtimes.new_processing_from(c.pipeline)
-        pairs = 0
-        for i, f in enumerate(c.feeds):
-            shapes = f.fed.get(c.chain[0]) or {}
-            if not shapes or (f.images > 1 and pairs >= MAX_PAIRS):
-                continue
-            pairs += f.images > 1
-            feeds, why = _vision_feeds(first, pixel, shapes, dict(f.feed.values), f.images, rng, (lo, hi), patch_size)
-            if why:
-                return [], why
-            want = expected_rows(proc, f.feed)
-            packed = runtimes.features(c.pipeline, f.feed.image)
-            features = packed[0] * f.images if packed else (f.feed.tokens if want != f.feed.tokens else None)
-            grid = f.feed.values.get("image_grid_thw")
-            said = f"a {f.feed.image[1]}x{f.feed.image[0]} image" + (f", {f.images} in one prompt" if f.images > 1 else "")
-            case = Case(f"processor feed {i + 1} ({said})", GIVEN, feeds, f.images, f.feed.image, f.feed.tokens, want,
-                        features, packed[1] if packed else "", grids=[list(grid)] * f.images if grid else None,
-                        token_key=_first_key(proc))
-            if legacy is not None and f.images == 1 and f.feed.tokens < legacy[0]:
-                file, key = legacy[1].split(":", 1)
-                case.legacy = (f"{file} says {key} = {legacy[0]} and {c.pipeline.layout} expands a prompt with fewer "
-                               f"image tokens ({f.feed.tokens}) itself as a legacy prompt")
-            cases.append(case)
-        singles = [x for x in cases if x.images == 1]
-        if singles and not batched(first) and pixel is not None and pixel.shape and isinstance(pixel.shape[0], int):
-            one = singles[0]  # a prompt of two images where the graph fixes its batch: whether it happens is unknown
-            two = {k: np.concatenate([v, v]) if v.ndim else v for k, v in one.feeds.items()}
-            cases.append(Case(f"two images in one prompt ({one.label.split('(', 1)[1].rstrip(')')} twice)", SAMPLE,
-                              two, 2, one.image, 2 * (one.tokens or 0), 2 * (one.expected_rows or 0),
-                              None if one.features is None else 2 * one.features, one.packing,
-                              grids=(one.grids or [])*2 or None, token_key=one.token_key, question="images per prompt"))
-        return cases, ("" if cases else "the processor's feeds do not reach the vision stage's inputs")
-    # a processor graphlint has no arithmetic for: the size and the token count the folder states
-    if pixel is None or not pixel.shape or len(pixel.shape) != 4:
-        return [], "no processor arithmetic, and the vision stage's image input is not [batch, channels, height, width]"
-    dims = _dims(pixel)
-    size = _stated(configs, SIZE_KEYS)
-    h = dims[2] if dims[2] is not None else (size[0] if size else None)
-    w = dims[3] if dims[3] is not None else (size[0] if size else None)
-    if h is None or w is None:
-        return [], "no processor arithmetic, and neither the configs nor the vision graph state an image size"
-    said = f"{size[1]} {size[2]} = {size[0]}" if size and (dims[2] is None or dims[3] is None) else "the export's size"
-    shape = (dims[0] or 1, dims[1] or 3, h, w)
-    feeds, why = _vision_feeds(first, pixel, {pixel.name: shape}, {}, 1, rng, (-1.0, 1.0), patch_size)
-    if why:
-        return [], why
-    count = _token_count(configs)
-    tokens = count[0] * shape[0] if count else None
-    return [Case(f"the size the folder states ({said})", EXPORT, feeds, shape[0], (h, w), tokens, tokens,
-                 token_key=(count[1], count[2]) if count else None, question="processor")], ""
-
-
-def _first_key(proc: Any) -> tuple[str, str] | None:
-    from graphlint_rules.gl8001_image_tokens_vs_features import TOKEN_KEYS as KEYS
-
-    ref = next((proc.keys[k] for k in KEYS if k in proc.keys), None)
-    return (ref.file, ref.key) if ref is not None else None
-
-
 def _fill_spec(v: Any, bind: str | None = None) -> dict[str, Any]:
     name = v.name.lower()
     dt = _np_dtype(v.dtype)
@@ -365,7 +174,7 @@ def _out_index(model: Any, name: str) -> int:
 
 def write_job(c: Any, cases: list[Case], work: str, engine: Engine, config: dict[str, Any], seed: int
               ) -> tuple[dict[str, Any], str]:
-    """The child's job (graphlint.confirm.pipeline_child), its cases' feeds saved under ``work``; or why not."""
+    """The child's job (graphlint.runners.pipeline_child), its cases' feeds saved under ``work``; or why not."""
     from graphlint.confirm import feeds as F
     from graphlint.pipeline import TEXT_EMBEDDINGS
     from graphlint.pipeline.contracts import lm_stage
@@ -462,7 +271,7 @@ def run_engine(job: dict[str, Any], work: str, engine: Engine, cases: list[Case]
     with open(job_path, "w") as f:
         json.dump(job, f)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "graphlint.confirm.pipeline_child", job_path],
+    proc = subprocess.Popen([sys.executable, "-m", "graphlint.runners.pipeline_child", job_path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=budget if budget > 0 else None)
@@ -489,12 +298,8 @@ def run_engine(job: dict[str, Any], work: str, engine: Engine, cases: list[Case]
 
 
 def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], copts: Any,
-                     configure: Any = None, stage_results: list[Any] | None = None,
-                     fed: dict[str, dict[str, Any]] | None = None) -> None:
-    """Run the pipeline of ``contracts`` on the engines of ``piped``'s targets and settle their findings;
-    ``stage_results`` (the stages' own results, each confirmed alone at ``fed``, the processor's shapes per
-    stage input) are overruled where the end-to-end run shows a stage-alone failure was the feed's
-    (see :func:`overrule_stage_runs`)."""
+                     configure: Any = None) -> None:
+    """Run the pipeline of ``contracts`` on the engines of ``piped``'s targets and settle their findings."""
     t0 = time.perf_counter()
     engines: dict[Engine, list[Any]] = {}
     for pres in piped:
@@ -530,44 +335,6 @@ def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], 
             pres.findings.sort(key=lambda f: (f.model, f.location.line or 0, f.rule_id, f.message))
             pres.confirm = run_note(pr, settled)
             pres.timings["confirm"] = time.perf_counter() - t0
-    if stage_results:
-        overrule_stage_runs(contracts, stage_results, runs, fed or {})
-
-
-def overrule_stage_runs(c: Any, results: list[Any], runs: dict[Engine, PipelineRun],
-                        fed: dict[str, dict[str, Any]]) -> None:
-    """A vision-chain stage confirmed alone is fed the processor's tensors, and every other input at a size
-    graphlint samples (Idefics3's ``patch_attention_mask`` beside 10 tiles of ``pixel_values``): a failure
-    there (GL9101 at a "processor feed") says nothing of the deployment when the end-to-end run, which makes
-    those inputs as the runtime does, ran the stage at every processor feed on the same engine. Such a
-    finding becomes a warning, contradicted by that run."""
-    from graphlint.rule import Severity
-
-    paths = {c.pipeline.stage(s).path: s for s in c.chain if c.pipeline.stage(s) is not None}
-    for res in results:
-        stage = paths.get(getattr(res.model, "path", None))
-        if stage is None:
-            continue
-        for f in res.findings:
-            ev = f.properties.get("confirm") or {}
-            if f.rule_id != "GL9101" or f.severity < Severity.ERROR or not str(ev.get("point", "")).startswith(
-                    "processor feed"):
-                continue
-            sampled = sorted(set(ev.get("shapes") or {}) - set(fed.get(stage) or {}))
-            pr = next((r for e, r in runs.items() if e.runner == ev.get("engine") and not r.skipped), None)
-            if not sampled or pr is None or pr.load.get(stage, {}).get("ok") is False:
-                continue
-            given = [(case, rec) for case, rec in zip(pr.cases, pr.records, strict=False) if case.kind == GIVEN]
-            if len(given) < sum(case.kind == GIVEN for case in pr.cases) or any(
-                    rec.get("kind") == "vision" and rec.get("stage") == stage for _, rec in given):
-                continue
-            f.severity = Severity.WARNING
-            f.message += (f" Contradicted: {pr.engine.title} ran stage '{stage}' at all {len(given)} processor feeds "
-                          f"in the pipeline run end to end, with {', '.join(repr(x) for x in sampled)} made as the "
-                          "runtime makes them; this run fed them at sizes graphlint sampled.")
-            ev["verdict"] = "contradicted"
-            ev["by"] = "pipeline run end to end"
-            f.properties.pop("basis", None)
 
 
 def _run_rules(rules: list[type[Rule]], contracts: Any, pres: Any, options: dict[str, Any],

@@ -4,7 +4,8 @@ Points come from, in order of authority:
 
 1. ``given``: sizes someone said will be fed: the corners (min, opt, max) of each ``--shapes`` /
    configured profile, and, for a deployment folder's stage, every shape its processor feeds
-   (``options["fed"]``). A failure here is an error.
+   (``options["fed"]``). A failure here is an error. A point whose other inputs need a dim past the
+   batch axis that nobody gave is a sample instead.
 2. ``export``: the sizes the file itself states: every dim static, or the size a constant pins a
    declared-dynamic dim to (GL3003's finding names it). A failure here is an error too.
 3. ``sample``: where neither says, each dynamic dim at a size from ``rules/data/confirm.toml`` (a
@@ -149,6 +150,7 @@ def _complete(point: Point, shapes: dict[str, tuple[int, ...]], dims: dict[str, 
                  if isinstance(d, str) and re.search("past|cache", d, re.I)}
     seq_syms = {d for n, c in contracts.items() if c.kind == "ids" for d in dims[n][1:2] if isinstance(d, str)}
     out: dict[str, tuple[int, ...]] = dict(shapes)
+    sampled = False  # a dim past the batch axis that nobody gave: a given point is then graphlint's choice
     for name, ds in dims.items():
         if name in out:
             continue
@@ -168,6 +170,7 @@ def _complete(point: Point, shapes: dict[str, tuple[int, ...]], dims: dict[str, 
                 n = _sample_size(d, axis, image) * factor
                 if isinstance(d, str):
                     env[d] = n
+                sampled = sampled or axis > 0
                 shape.append(n)
         out[name] = tuple(shape)
     past = next((env[s] for s in sorted(past_syms) if s in env), 0)
@@ -192,6 +195,11 @@ def _complete(point: Point, shapes: dict[str, tuple[int, ...]], dims: dict[str, 
                     and not parse_dim(ds[1]).symbols & past_syms and seq is not None:
                 out[name] = (out[name][0], past + seq)
     point.shapes, point.past = out, past
+    if point.kind == GIVEN and sampled:
+        # e.g. a vision stage fed the processor's pixel_values beside a patch mask graphlint sized:
+        # whether those go together is not given, so a failure there is not the deployment's
+        point.kind = SAMPLE
+        point.label += " (other inputs sampled)"
     return point
 
 

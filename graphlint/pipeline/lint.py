@@ -72,7 +72,7 @@ def lint_pipeline(pipe: Pipeline, lint_stage, configure, rules: list[type[Rule]]
         if confirm is not None and piped:
             from graphlint.confirm.pipeline import confirm_pipeline
 
-            confirm_pipeline(contracts, piped, rules, confirm, configure, results, fed)
+            confirm_pipeline(contracts, piped, rules, confirm, configure)
         return results, piped, failures
     finally:
         for sm in stages.values():

@@ -1,4 +1,4 @@
-"""The pipeline engine child: ``python -m graphlint.confirm.pipeline_child JOB.json`` loads a deployment
+"""The pipeline engine child: ``python -m graphlint.runners.pipeline_child JOB.json`` loads a deployment
 folder's stages on ONE engine and runs the whole pipeline at each case of the job, the tensors passed
 from stage to stage in this process, as a runtime does:
 
