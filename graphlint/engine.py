@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,7 @@ def run_rules(model: Model, target: Target, rules: Iterable[type[Rule]], options
                         continue
                     out.extend(rule.check_node(node, ctx))
         except Exception as e:
-            out = [_crash_finding(model, target, rule_cls, e)]
+            out = [crash_finding(model, target, rule_cls, e)]
         sev = overrides.get(rule_cls.id)
         if sev is not None:
             for f in out:
@@ -86,7 +86,23 @@ def run_rules(model: Model, target: Target, rules: Iterable[type[Rule]], options
     return LintResult(model, target, findings, timings, dict(analyses.stats))
 
 
-def _crash_finding(model: Model, target: Target, rule: type[Rule], e: Exception) -> Finding:
+def checked(rule_cls: type[Rule], check: Callable[[], Iterable[Finding]], crashed: Callable[[Exception], Finding],
+            overrides: dict[str, Severity]) -> list[Finding]:
+    """One rule's findings from ``check()``, its configured severity applied; a rule that raises gives
+    ``crashed(e)`` instead (GL9002), so one broken rule hides nothing else. The pipeline and runtime
+    (``--confirm``) rules run through this; model rules through :func:`run_rules`'s dispatch."""
+    try:
+        out = list(check())
+    except Exception as e:
+        out = [crashed(e)]
+    sev = overrides.get(rule_cls.id)
+    if sev is not None:
+        for f in out:
+            f.severity = sev
+    return out
+
+
+def crash_finding(model: Model, target: Target, rule: type[Rule], e: Exception) -> Finding:
     frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
     where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
     return Finding(

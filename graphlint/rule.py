@@ -174,6 +174,11 @@ class Rule:
         """Runtime rules (``scope = "confirm"``): ``ctx`` is a graphlint.confirm.ConfirmContext."""
         return ()
 
+    def check_pipeline_confirm(self, ctx: Any) -> Iterable[Finding]:
+        """Runtime rules on a deployment folder run end to end (``scope = "confirm"``): ``ctx`` is a
+        graphlint.pipeline.engine.PipelineContext with ``unpredicted``, the run's failures no finding predicted."""
+        return ()
+
     # --- documentation -------------------------------------------------------------
     @classmethod
     def family_name(cls) -> str:

@@ -145,19 +145,14 @@ def _refused(results: list[Any]) -> str:
 
 
 def _run_rules(rules: list[type[Rule]], ctx: ConfirmContext) -> list[Finding]:
-    from graphlint.engine import _crash_finding
+    import functools
+
+    from graphlint.engine import checked, crash_finding
 
     out: list[Finding] = []
-    overrides = ctx.options.get("severity_overrides", {})
     for rule_cls in rules:
         ctx.rule = rule_cls
-        try:
-            found = list(rule_cls().check_confirm(ctx))
-        except Exception as e:
-            found = [_crash_finding(ctx.model, ctx.target, rule_cls, e)]
-        sev = overrides.get(rule_cls.id)
-        for f in found:
-            if sev is not None:
-                f.severity = sev
-        out.extend(found)
+        out.extend(checked(rule_cls, functools.partial(rule_cls().check_confirm, ctx),
+                           functools.partial(crash_finding, ctx.model, ctx.target, rule_cls),
+                           ctx.options.get("severity_overrides", {})))
     return out

@@ -339,33 +339,20 @@ def confirm_pipeline(contracts: Any, piped: list[Any], rules: list[type[Rule]], 
 
 def _run_rules(rules: list[type[Rule]], contracts: Any, pres: Any, options: dict[str, Any],
                unpredicted: list[Failure]) -> list[Finding]:
-    from graphlint.engine import INTERNAL_RULE_ID
-    from graphlint.ir import SourceLoc
-    from graphlint.pipeline.engine import PipelineContext
-    from graphlint.rule import Severity
+    """The pipeline-scope runtime rules (``check_pipeline_confirm``: GL9104) on what no finding predicted."""
+    import functools
+
+    from graphlint.engine import checked
+    from graphlint.pipeline.engine import PipelineContext, crash_finding
 
     ctx = PipelineContext(contracts, pres.target, options)
     ctx.unpredicted = unpredicted  # type: ignore[attr-defined]
     out: list[Finding] = []
-    overrides = options.get("severity_overrides", {})
     for rule_cls in rules:
-        check = getattr(rule_cls, "check_pipeline_confirm", None)
-        if check is None:
-            continue
         ctx.rule = rule_cls
-        try:
-            found = list(rule_cls().check_pipeline_confirm(ctx))
-        except Exception as e:
-            found = [Finding(INTERNAL_RULE_ID, "rule-crashed", Severity.WARNING,
-                             f"Rule {rule_cls.id} ({rule_cls.name}) crashed on pipeline '{contracts.pipeline.name}': "
-                             f"{type(e).__name__}: {e}.", contracts.pipeline.folder,
-                             SourceLoc(file=contracts.pipeline.folder), target=pres.target.spec,
-                             properties={"crashed_rule": rule_cls.id})]
-        sev = overrides.get(rule_cls.id)
-        for f in found:
-            if sev is not None:
-                f.severity = sev
-        out.extend(found)
+        out.extend(checked(rule_cls, functools.partial(rule_cls().check_pipeline_confirm, ctx),
+                           functools.partial(crash_finding, contracts, pres.target, rule_cls),
+                           options.get("severity_overrides", {})))
     return out
 
 

@@ -8,12 +8,13 @@ finding, as on models.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphlint.engine import INTERNAL_RULE_ID
+from graphlint.engine import INTERNAL_RULE_ID, checked
 from graphlint.ir import SourceLoc
 from graphlint.pipeline import Edge, Pipeline
 from graphlint.pipeline.contracts import Contracts
@@ -85,22 +86,21 @@ def run_pipeline_rules(contracts: Contracts, target: Target, rules: Iterable[typ
             continue
         t0 = time.perf_counter()
         ctx.rule = rule_cls
-        try:
-            out = list(rule_cls().check_pipeline(ctx))
-        except Exception as e:
-            out = [Finding(INTERNAL_RULE_ID, "rule-crashed", Severity.WARNING,
-                           f"Rule {rule_cls.id} ({rule_cls.name}, pack {rule_cls.pack!r}) crashed on pipeline "
-                           f"'{contracts.pipeline.name}': {type(e).__name__}: {e}.",
-                           contracts.pipeline.folder, SourceLoc(file=contracts.pipeline.folder),
-                           target=target.spec, properties={"crashed_rule": rule_cls.id})]
-        sev = overrides.get(rule_cls.id)
-        for f in out:
-            if sev is not None:
-                f.severity = sev
+        out = checked(rule_cls, functools.partial(rule_cls().check_pipeline, ctx),
+                      functools.partial(crash_finding, contracts, target, rule_cls), overrides)
         findings.extend(out)
         timings[f"rule:{rule_cls.id}"] = time.perf_counter() - t0
     findings.sort(key=lambda f: (f.model, f.location.line or 0, f.rule_id, f.message))
     return PipelineResult(contracts.pipeline, target, findings, verdicts(contracts, findings), timings)
+
+
+def crash_finding(contracts: Contracts, target: Target, rule_cls: type[Rule], e: Exception) -> Finding:
+    """GL9002 for a pipeline-scope rule that raised (its subject is the folder, not a model)."""
+    return Finding(INTERNAL_RULE_ID, "rule-crashed", Severity.WARNING,
+                   f"Rule {rule_cls.id} ({rule_cls.name}, pack {rule_cls.pack!r}) crashed on pipeline "
+                   f"'{contracts.pipeline.name}': {type(e).__name__}: {e}.",
+                   contracts.pipeline.folder, SourceLoc(file=contracts.pipeline.folder),
+                   target=target.spec, properties={"crashed_rule": rule_cls.id})
 
 
 def verdicts(contracts: Contracts, findings: list[Finding]) -> list[EdgeVerdict]:
