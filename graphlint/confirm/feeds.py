@@ -11,7 +11,8 @@ What an input is follows from its dtype, its name and how the graph uses it:
   divides by 255 itself (and for uint8), [0, 1) where it subtracts a [0, 1] mean itself, else N(0, 1)
   (a processor's normalized output);
 - other integers: below the table they index, else 0..7; booleans: True for masks and the
-  ``use_cache_branch`` of a merged decoder with a past, else random.
+  ``use_cache_branch`` of a merged decoder with a past, else random; a boolean given a range
+  (``--input-range use_cache_branch:0,0``) takes it, as numbers do.
 
 Values are drawn from one seeded generator per point, so every engine is fed the same arrays.
 """
@@ -27,6 +28,28 @@ from graphlint.analysis.inputs import channel_axis, preprocess_chain
 from graphlint.ir import Model, Value
 
 PASS = frozenset({"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Convert"})
+# Operand positions whose values set a shape, a size, axes or indices into a value the graph computes:
+# a random array there tests the feed, not the model, so such an input is not generated (the plan
+# says so) unless its values are given (--input-range). Found on the ONNX backend node tests, where
+# random values there failed 400-odd cases that run on their own data.
+_REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+           "ReduceLogSumExp", "ReduceSumSquare")
+SHAPE_OPERANDS: dict[str, frozenset[int]] = {
+    **{op: frozenset({1}) for op in _REDUCE},
+    "Reshape": frozenset({1}), "Expand": frozenset({1}), "Tile": frozenset({1}), "Slice": frozenset({1, 2, 3, 4}),
+    "ConstantOfShape": frozenset({0}), "Range": frozenset({0, 1, 2}), "OneHot": frozenset({1}),
+    "TopK": frozenset({1}), "Pad": frozenset({1, 3}), "Resize": frozenset({1, 2, 3}), "Upsample": frozenset({1}),
+    "Squeeze": frozenset({1}), "Unsqueeze": frozenset({1}), "Split": frozenset({1}), "AffineGrid": frozenset({1}),
+    "BlackmanWindow": frozenset({0}), "HannWindow": frozenset({0}), "HammingWindow": frozenset({0}),
+    "CenterCropPad": frozenset({1}), "Col2Im": frozenset({1, 2}), "DFT": frozenset({1, 2}), "STFT": frozenset({1, 3}),
+    "MelWeightMatrix": frozenset({0, 1, 2}), "Trilu": frozenset({1}), "CumSum": frozenset({1}),
+    "CumProd": frozenset({1}), "Compress": frozenset({1}), "ReverseSequence": frozenset({1}),
+    "NonMaxSuppression": frozenset({2, 3, 4}), "MaxUnpool": frozenset({1, 2}), "RoiAlign": frozenset({2}),
+    "Gather": frozenset({1}), "GatherElements": frozenset({1}), "GatherND": frozenset({1}),
+    "Scatter": frozenset({1}), "ScatterElements": frozenset({1}), "ScatterND": frozenset({1}),
+    "TensorScatter": frozenset({2}), "ArrayFeatureExtractor": frozenset({1}), "NegativeLogLikelihoodLoss": frozenset({1}),
+    "SoftmaxCrossEntropyLoss": frozenset({1}), "Dropout": frozenset({1, 2}),
+}
 _POSITIONS = re.compile(r"position_ids|cache_position|position", re.I)
 _MASK = re.compile(r"mask", re.I)
 _PAST = re.compile(r"past|cache|present", re.I)
@@ -36,7 +59,7 @@ _PAST = re.compile(r"past|cache|present", re.I)
 class Contract:
     """What one graph input must be fed."""
 
-    kind: str  # ids | mask | positions | past | image | float | int | bool | branch | string
+    kind: str  # ids | mask | positions | past | image | float | int | bool | branch | string | shape
     dtype: str
     low: float = 0.0
     high: float = 1.0  # exclusive for integers
@@ -58,12 +81,19 @@ def _contract(v: Value, consts, given: list[float] | None) -> Contract:
     if dt == "string":
         return Contract("string", dt)
     if dt == "bool":
+        if given is not None:  # what the feeder said (--input-range use_cache_branch:0,0): 0 false, 1 true
+            return Contract("bool", dt, int(bool(given[0])), int(bool(given[1])) + 1)
         if name == "use_cache_branch":
             return Contract("branch", dt)
-        return Contract("mask" if _MASK.search(name) else "bool", dt)
+        return Contract("mask", dt) if _MASK.search(name) else Contract("bool", dt, 0, 2)
     is_float = dt.startswith(("float", "bfloat"))
     if given is not None:
         return Contract("image" if is_float else "int", dt, given[0], given[1] if is_float else given[1] + 1)
+    role = operand_role(v)
+    if role == "shape" and not table_rows(v, consts):
+        return Contract("shape", dt)
+    if role == "divisor" and not is_float:
+        return Contract("int", dt, 1, 8)  # an integer Div / Mod by zero fails on every engine
     if is_float:
         if _PAST.search(name) and v.rank in (3, 4, 5):
             return Contract("past", dt)
@@ -91,6 +121,27 @@ def _contract(v: Value, consts, given: list[float] | None) -> Contract:
     return Contract("int", dt, lo, 8)
 
 
+def operand_role(v: Value) -> str | None:
+    """"shape" where ``v`` (through shape-only ops) is an operand of SHAPE_OPERANDS, "divisor" where it
+    divides (Div, Mod input 1), else None."""
+    stack, seen = [v], set()
+    role = None
+    while stack:
+        cur = stack.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        for n in cur.consumers:
+            idx = [i for i, x in enumerate(n.inputs) if x is cur]
+            if n.op_type in PASS and idx == [0]:
+                stack.extend(o for o in n.outputs if o is not None)
+            elif n.domain in ("", "ai.onnx") and any(i in SHAPE_OPERANDS.get(n.op_type, ()) for i in idx):
+                return "shape"
+            elif n.op_type in ("Div", "Mod") and idx == [1]:
+                role = "divisor"
+    return role
+
+
 def table_rows(v: Value, consts) -> int | None:
     """Rows of the smallest constant table ``v`` indexes (a Gather's indices, through shape-only ops)."""
     best: int | None = None
@@ -106,10 +157,23 @@ def table_rows(v: Value, consts) -> int | None:
             elif n.op_type == "Gather" and len(n.inputs) > 1 and n.inputs[1] is cur and n.inputs[0] is not None:
                 table = n.inputs[0]
                 axis = int(n.attr("axis", 0) or 0) if n.dialect == "onnx" else 0
-                shape = table.shape if table.const is not None or consts(table) is not None else None
+                shape = table.shape if _constant(table, consts) else None
                 if shape and isinstance(shape[axis], int):
                     best = shape[axis] if best is None else min(best, shape[axis])
     return best
+
+
+def _constant(v: Value, consts) -> bool:
+    """A constant, or a weight dequantized / cast from one (a quantized model's embedding table)."""
+    for _ in range(4):
+        if v.const is not None or consts(v) is not None:
+            return True
+        p = v.producer
+        if p is None or p.op_type not in ("DequantizeLinear", "Cast", "Identity", "Convert") or not p.inputs \
+                or p.inputs[0] is None:
+            return False
+        v = p.inputs[0]
+    return False
 
 
 def generate(c: Contract, shape: tuple[int, ...], rng: np.random.Generator, past: int) -> np.ndarray:
@@ -131,7 +195,7 @@ def generate(c: Contract, shape: tuple[int, ...], rng: np.random.Generator, past
             pos = pos % int(c.high)
         return np.broadcast_to(pos, shape).astype(dt).copy()
     if c.kind == "bool":
-        return rng.integers(0, 2, shape).astype(bool)
+        return rng.integers(int(c.low), max(int(c.high), int(c.low) + 1), shape).astype(bool)
     if dt.kind in "iu":
         return rng.integers(int(c.low), max(int(c.high), int(c.low) + 1), shape).astype(dt)
     if c.kind == "image" and c.high > c.low:

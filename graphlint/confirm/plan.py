@@ -57,6 +57,18 @@ class Plan:
         return {name: F.generate(c, point.shapes[name], rng, point.past) for name, c in self.inputs.items()}
 
 
+def _numpy_dtype(dtype: str) -> bool:
+    """Whether numpy holds the element type as it is (not bfloat16, the float8 / float4 types, or the
+    4- and 2-bit integers, whose names numpy reads as other types or not at all)."""
+    if dtype in ("bfloat16", "int4", "uint4", "int2", "uint2") or dtype.startswith(("float8", "float4")):
+        return False
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
 def _dim_names(model: Model) -> dict[str, list[Any]]:
     return {v.name: list(v.shape) if v.shape is not None else None for v in model.graph.inputs if v.const is None}
 
@@ -76,9 +88,14 @@ def make_plan(model: Model, consts, options: dict[str, Any], findings: list[Any]
     contracts = F.contracts(model, consts, ranges)
     plan = Plan(contracts)
     dims = _dim_names(model)
-    bad = [n for n, c in contracts.items() if c.kind == "string" or c.dtype == "bfloat16"]
+    bad = [n for n, c in contracts.items() if c.kind == "string" or not _numpy_dtype(c.dtype)]
     if bad:
         plan.problem = f"input '{bad[0]}' is {contracts[bad[0]].dtype}, which graphlint does not generate"
+        return plan
+    operands = [n for n, c in contracts.items() if c.kind == "shape"]
+    if operands:
+        plan.problem = (f"input '{operands[0]}' sets a shape, size, axes or indices at run time; give its values "
+                        f"with --input-range {operands[0]}:LO,HI")
         return plan
     unranked = [n for n, d in dims.items() if d is None]
     if unranked:
