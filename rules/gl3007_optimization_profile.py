@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from graphlint_rules import _contract as C
+from graphlint_rules._validity import for_op
 
 from graphlint.analysis.shapes import Event, ShapeFacts, dynamic_inputs, evaluate
 from graphlint.ir import Model, Value
@@ -132,7 +133,7 @@ class OptimizationProfile(Rule):
             return (f"--shapes gives {quote(name)} rank {len(prof.min)} but the input has rank {len(v.shape)} "
                     f"({list(v.shape)}).")
         for axis, d in enumerate(v.shape):
-            if isinstance(d, int) and any(s[axis] != d for s in prof.shapes()):
+            if isinstance(d, int) and d >= 0 and any(s[axis] != d for s in prof.shapes()):
                 return (f"--shapes gives {quote(name)} axis {axis} the range {prof.min[axis]}..{prof.max[axis]}, "
                         f"but the model fixes it to {d}.")
         return None
@@ -140,9 +141,10 @@ class OptimizationProfile(Rule):
     def _symbol_agreement(self, ctx: RuleContext, usable: dict[str, Profile],
                           inputs: dict[str, Value]) -> Iterator[Finding]:
         seen: dict[str, tuple[str, int, tuple]] = {}
+        trt = ctx.target.name == "trt"
         for name, prof in usable.items():
             for axis, d in enumerate(inputs[name].shape or ()):
-                if not isinstance(d, str):
+                if not isinstance(d, str) or "?" in d:  # an unnamed dim shares no name with another
                     continue
                 rng = (prof.min[axis], prof.opt[axis], prof.max[axis])
                 if d in seen and seen[d][2] != rng:
@@ -150,10 +152,12 @@ class OptimizationProfile(Rule):
                     yield ctx.finding(
                         None,
                         f"Input {quote(name)} axis {axis} and input {quote(other)} axis {oaxis} share the dim "
-                        f"'{d}' but --shapes gives them {rng} and {orng}; give both the same min/opt/max.",
-                        value=inputs[name], severity=Severity.ERROR,
-                        # the parser asserts that dims sharing a name are equal (assertDimsWithSameNameAreEqual)
-                        **C.props(C.document_basis(_PARSER)),
+                        f"'{d}' but --shapes gives them {rng} and {orng}; give both the same min/opt/max."
+                        + ("" if trt else f" {ctx.target.title} takes such inputs; the profile contradicts the "
+                           "model's own statement that the two are equal."),
+                        value=inputs[name], severity=Severity.ERROR if trt else Severity.WARNING,
+                        # TensorRT's parser asserts that dims sharing a name are equal (assertDimsWithSameNameAreEqual)
+                        **(C.props(C.document_basis(_PARSER)) if trt else {}),
                     )
                 seen.setdefault(d, (name, axis, rng))
 
@@ -165,7 +169,7 @@ class OptimizationProfile(Rule):
         reported: set[str] = set()
         for point in ("opt", "min", "max"):
             shapes = {n: getattr(p, point) for n, p in usable.items()}
-            errs = _breaks(model, facts, shapes)
+            errs = [e for e in _breaks(model, facts, shapes) if _held_by(e, ctx.target)]
             if errs and point == "opt":
                 e = errs[0]
                 reported.add(e.node.label)
@@ -174,6 +178,7 @@ class OptimizationProfile(Rule):
                     f"{quote_node(e.node)} breaks at the profile's opt shapes "
                     f"({', '.join(f'{n}={_fmt(s)}' for n, s in shapes.items())}): {_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, profile_point="opt",
+                    fails_at={n: list(x) for n, x in shapes.items()},
                     **C.props(C.document_basis(C.onnx_operator(e.node.op_type))),
                 )
         for name, prof in usable.items():
@@ -181,7 +186,8 @@ class OptimizationProfile(Rule):
                 lo, hi = prof.min[axis], prof.max[axis]
                 if lo == hi:
                     continue
-                hit = self._first_break(model, facts, opt, name, axis, prof, per_axis)
+                hit = self._first_break(model, facts, opt, name, axis, prof, per_axis, _sharing(usable, model, name, axis),
+                                        ctx.target)
                 if hit is None:
                     continue
                 value, e = hit
@@ -190,6 +196,9 @@ class OptimizationProfile(Rule):
                 reported.add(e.node.label)
                 shape = list(prof.opt)
                 shape[axis] = value
+                fails_at = {n: list(p.opt) for n, p in usable.items()}  # the point it claims, for --confirm
+                for n, a in [(name, axis), *_sharing(usable, model, name, axis)]:
+                    fails_at[n][a] = value
                 rw = Rewrite("fix-input-shape", {"input": name, "shape": list(prof.opt)}, safe=False,
                              description=f"Or narrow the profile of '{name}' axis {axis} to exclude {value}.")
                 yield ctx.finding(
@@ -198,23 +207,32 @@ class OptimizationProfile(Rule):
                     f"{quote(name)} axis {axis} = {value} (profile {lo}..{hi}, shape {_fmt(shape)}), "
                     f"{_break_text(e)}.",
                     value=e.va, severity=Severity.ERROR, rewrite=rw,
-                    input=name, axis=axis, first_breaking_value=value,
+                    input=name, axis=axis, first_breaking_value=value, fails_at=fails_at,
                     **C.props(C.document_basis(C.onnx_operator(e.node.op_type))),
                 )
 
     @staticmethod
     def _first_break(model: Model, facts: ShapeFacts, opt: dict, name: str, axis: int, prof: Profile,
-                     budget: int) -> tuple[int, Event] | None:
+                     budget: int, sharing: list[tuple[str, int]], target) -> tuple[int, Event] | None:
+        """The first value of ``name``'s ``axis`` (every input axis of the same named dim set alike:
+        ``sharing``) at which the graph breaks on ``target``, and the break."""
         evals = 0
         last_ok = None
         cands = _candidates(prof.min[axis], prof.opt[axis], prof.max[axis])
         if len(cands) > budget:  # big graph: min, opt, max first, then evenly spaced points
             step = max(1, len(cands) // budget)
             cands = sorted({prof.min[axis], prof.opt[axis], prof.max[axis], *cands[::step]})
+
+        def breaks_at(v: int) -> list[Event]:
+            shapes = dict(opt)
+            for n, a in [(name, axis), *sharing]:
+                shape = list(shapes[n])
+                shape[a] = v
+                shapes[n] = tuple(shape)
+            return [e for e in _breaks(model, facts, shapes) if _held_by(e, target)]
+
         for v in cands:
-            shape = list(prof.opt)
-            shape[axis] = v
-            errs = _breaks(model, facts, {**opt, name: tuple(shape)})
+            errs = breaks_at(v)
             evals += 1
             if errs:
                 # refine: the first failing value between the last passing candidate and this one
@@ -222,8 +240,7 @@ class OptimizationProfile(Rule):
                 for w in range(start, v):
                     if evals >= budget:
                         break
-                    shape[axis] = w
-                    e2 = _breaks(model, facts, {**opt, name: tuple(shape)})
+                    e2 = breaks_at(w)
                     evals += 1
                     if e2:
                         return w, e2[0]
@@ -232,3 +249,20 @@ class OptimizationProfile(Rule):
             if evals >= budget:
                 break
         return None
+
+
+def _sharing(usable: dict[str, Profile], model: Model, name: str, axis: int) -> list[tuple[str, int]]:
+    """The other given input axes declaring the same named dim as ``name``'s ``axis`` (one value for all)."""
+    shapes = {v.name: v.shape or () for v in model.graph.inputs}
+    dims = shapes.get(name, ())
+    d = dims[axis] if axis < len(dims) else None
+    if not isinstance(d, str) or "?" in d:
+        return []
+    return [(n, a) for n in usable for a, x in enumerate(shapes.get(n, ())) if x == d and (n, a) != (name, axis)]
+
+
+def _held_by(e: Event, target) -> bool:
+    """Whether ``target`` holds the shape rule that breaks (validity.toml records the rules engines hold
+    differently: OpenVINO does not enforce RotaryEmbedding's cache length, ONNX Runtime does)."""
+    entry = for_op(e.node.op_type)
+    return entry is None or entry["verdict"].get(target.name) != C.TOLERATES

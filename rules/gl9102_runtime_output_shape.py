@@ -26,6 +26,10 @@ class RuntimeOutputShape(Rule):
     A Whisper encoder exported with a dynamic frame count that its position table fixes, compiled
     with one thread: `last_hidden_state` comes back `[0, 64, 384]`.
 
+    An empty output where data is due is an error; data of another shape than declared is a warning
+    (an engine may lay an output out its own way on purpose: onnxruntime-genai's builds return the
+    shared 128-position KV buffer).
+
     ## Fix
     Feed the size the model was exported for, or re-export with the dim static; the finding names
     the size and the output.
@@ -50,12 +54,17 @@ class RuntimeOutputShape(Rule):
             seen.add(p.output)
             sample = p.record.point.kind == SAMPLE
             value = next((v for v in ctx.model.graph.outputs if v.name == p.output), None)
+            unknown = (["fed sizes"] if sample else []) + ([] if p.empty else ["whether the runtime reads the shape"])
+            tail = " The size is a sample graphlint chose." if sample else ""
+            if not p.empty:
+                tail += (" It is data of another shape, not nothing: whether the runtime relies on the declared "
+                         "shape is not known.")
             yield ctx.finding(
                 value.producer if value is not None else None,
                 f"{p.engine.engine.title} returns output '{p.output}' as {list(p.got)} at {p.record.point.text()}, "
-                f"where {p.source} {list(p.expected)}; no error is raised."
-                + (" The size is a sample graphlint chose." if sample else ""),
-                value=p.output, severity=Severity.WARNING if sample else Severity.ERROR, basis=basis(p.engine),
+                f"where {p.source} {list(p.expected)}; no error is raised.{tail}",
+                value=p.output, severity=Severity.WARNING if unknown else Severity.ERROR,
+                basis=None if unknown else basis(p.engine),
                 confirm={"verdict": "runtime", "engine": p.engine.engine.runner, "point": p.record.point.label,
                          "got": list(p.got), "expected": list(p.expected)},
-                unknown=["fed sizes"] if sample else None)
+                unknown=unknown or None)

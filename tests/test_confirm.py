@@ -84,8 +84,12 @@ def test_failure_at_a_given_size_confirms_an_unknown_premise_as_an_error(pinned_
         assert pin.properties["basis"].startswith("engine-run:")
         # the engine's own words: ORT names the node, OpenVINO's CPU plugin the node's output
         assert ("add_pos" if name == "ort" else "'y'") in conf["message"]
-        assert [p["ok"] for p in res.confirm["points"]] == [True, False]
+        # the corners, and the size GL3007 says the model breaks at inside them (run to settle that claim)
+        assert [(p["label"], p["ok"]) for p in res.confirm["points"]] == [
+            ("--shapes min", True), ("--shapes max", False), ("where GL3007 says it breaks", False)]
         assert not any(f.rule_id == "GL9101" for f in res.findings)  # predicted, so not reported twice
+        profile = next(f for f in res.findings if f.rule_id == "GL3007")
+        assert profile.severity.label == "error" and profile.properties["confirm"]["verdict"] == "confirmed"
 
 
 def test_a_static_error_gets_the_runs_evidence(pinned):
@@ -223,7 +227,7 @@ def test_cli_confirm_json_and_bad_config(pinned, cli, tmp_path):
     r = cli(pinned, "--target", "ort", "--confirm", "--shapes", "x:1x8x4,1x8x4,2x16x4", "-f", "json")
     assert r.code == 1, r.err
     (model,) = r.json()["models"]
-    assert model["confirm"]["engine"] == "onnxruntime" and len(model["confirm"]["points"]) == 2
+    assert model["confirm"]["engine"] == "onnxruntime" and len(model["confirm"]["points"]) == 3
     assert "Traceback" not in r.err
     bad = tmp_path / "graphlint.toml"
     bad.write_text("[confirm]\nbudgett = 3\n")
@@ -288,3 +292,20 @@ def test_every_error_under_confirm_has_a_basis_of_the_contract(pinned_unnamed, t
     assert rep.errors
     for f in rep.errors:
         assert f.properties.get("basis", "").split(":")[0] in BASIS_KINDS, f
+
+
+def test_a_static_break_the_engine_runs_through_is_contradicted(tmp_path):
+    """GL3007's shape walk says a Reshape to [-1, 4] breaks where 6 * seq is no multiple of 4 (seq = 1, 3, ...):
+    ONNX Runtime runs the size the finding names when the graph in fact takes it, or confirms the claim."""
+    shape = nh.from_array(np.array([-1, 4], np.int64), "shape")
+    path = _save(tmp_path, "reshape.onnx", [h.make_node("Reshape", ["x", "shape"], ["y"], name="flat")],
+                 [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", 6])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [None, 4])], [shape])
+    rep = graphlint.check(path, ["ort"], shapes=["x:1x2x6,1x2x6,1x4x6"], confirm=True)
+    (res,) = rep.run.results
+    claims = [f for f in res.findings if f.properties.get("fails_at")]
+    assert claims, "GL3007 names a breaking size inside the profile"
+    for f in claims:
+        point = next(p for p in res.confirm["points"] if p["label"] == "where GL3007 says it breaks")
+        verdict = f.properties["confirm"]["verdict"]
+        assert (verdict, f.severity.label) == (("confirmed", "error") if not point["ok"] else ("contradicted", "warning"))

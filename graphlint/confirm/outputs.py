@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graphlint.analysis.symbolic import parse_dim
 from graphlint.confirm.execute import EngineRun, RunRecord
 from graphlint.confirm.plan import Point
 from graphlint.ir import Model
@@ -26,7 +25,8 @@ class ShapeProblem:
     output: str
     got: tuple[int, ...]
     expected: tuple[int, ...]
-    source: str  # "the graph declares" | "<engine> returns"
+    source: str  # "the graph declares" | "<engine> returns" | "it returns at <point>"
+    empty: bool = True  # nothing where data is due (an error); else another shape of data (a warning)
 
 
 @dataclass
@@ -52,52 +52,59 @@ def bindings(model: Model, point: Point) -> dict[str, int]:
 
 
 def declared(model: Model, point: Point) -> list[tuple[str, tuple[int, ...] | None]]:
-    """Each graph output's name and shape at ``point`` (None where a dim is not settled by the inputs)."""
+    """Each graph output's name and shape at ``point`` (None where a dim is not settled by the inputs).
+    Only plain names are bound: a name written as arithmetic (optimum's ``past_sequence_length + 1``)
+    is what the exporter saw at one size, not a rule of the graph (ONNX gives dim names no arithmetic)."""
     env = bindings(model, point)
     out: list[tuple[str, tuple[int, ...] | None]] = []
     for v in model.graph.outputs:
-        decl = model.declared_io.get(v.name, (None, None))[1]
-        shape = decl if decl is not None else None
+        shape = model.declared_io.get(v.name, (None, None))[1]
         if shape is None:
             out.append((v.name, None))
             continue
-        dims: list[int] = []
-        for d in shape:
-            if isinstance(d, int) and d >= 0:
-                dims.append(d)
-                continue
-            if not isinstance(d, str):
-                break
-            p = parse_dim(d).subs({s: env[s] for s in parse_dim(d).symbols if s in env})
-            if not p.is_const:
-                break
-            dims.append(int(p.value or 0))
-        out.append((v.name, tuple(dims) if len(dims) == len(shape) else None))
+        dims = [d if isinstance(d, int) and d >= 0 else env.get(d) if isinstance(d, str) else None for d in shape]
+        out.append((v.name, tuple(dims) if None not in dims else None))  # type: ignore[arg-type]
     return out
 
 
 def shape_problems(model: Model, runs: list[EngineRun]) -> list[ShapeProblem]:
+    """Outputs an engine returned in a shape the run cannot be right with:
+
+    - empty (a zero dim where no input of the point has one) where the graph declares data, where another
+      engine returns data, or where the same engine returned data at another point: what a runtime then
+      reads is nothing (an error);
+    - another non-empty shape than the graph declares: the engine's own layout of it (onnxruntime-genai's
+      shared KV buffer is 128 positions long by design); whether the runtime relies on the declaration
+      is not known (a warning, ``ShapeProblem.empty`` False)."""
     problems: list[ShapeProblem] = []
-    for i in range(max((len(er.runs) for er in runs), default=0)):
+    count = max((len(er.runs) for er in runs), default=0)
+    for i in range(count):
         ok = [(er, er.runs[i]) for er in runs if i < len(er.runs) and er.runs[i].ok]
         if not ok:
             continue
-        decl = declared(model, ok[0][1].point)
+        point = ok[0][1].point
+        fed_empty = any(0 in s for s in point.shapes.values())
+        decl = declared(model, point)
         for j, (name, want) in enumerate(decl):
             got = {id(er): _nth(rec, j) for er, rec in ok}
             for er, rec in ok:
                 shape = got[id(er)]
-                if shape is None:
+                if shape is None or shape == want:
                     continue
-                if want is not None and shape != want:
-                    problems.append(ShapeProblem(er, rec, name, shape, want, "the graph declares"))
+                empty = 0 in shape and not fed_empty
+                if want is not None and (empty or 0 not in want):
+                    problems.append(ShapeProblem(er, rec, name, shape, want, "the graph declares",
+                                                 empty and 0 not in want))
                     continue
-                if want is None and 0 in shape:  # empty where another engine gives data
-                    full = next(((o, got[id(o)]) for o, _ in ok if o is not er and got[id(o)]
-                                 and 0 not in got[id(o)]), None)
-                    if full is not None:
-                        problems.append(ShapeProblem(er, rec, name, shape, full[1],
-                                                     f"{full[0].engine.title} returns"))
+                if not empty:
+                    continue
+                full = next(((o.engine.title + " returns", got[id(o)]) for o, _ in ok
+                             if o is not er and got[id(o)] and 0 not in got[id(o)]), None)
+                if full is None:  # the same engine gave this output data at another point
+                    full = next((("it returns at " + r.point.label, _nth(r, j)) for r in er.runs
+                                 if r.ok and r is not rec and _nth(r, j) and 0 not in (_nth(r, j) or (0,))), None)
+                if full is not None:
+                    problems.append(ShapeProblem(er, rec, name, shape, full[1], full[0], True))
     return problems
 
 

@@ -106,6 +106,11 @@ def make_plan(model: Model, consts, options: dict[str, Any], findings: list[Any]
     out: list[Point] = []
     for label, shapes in given:
         out.append(_complete(Point(label, GIVEN, {}), shapes, dims, contracts, {}, 1))
+    for f in findings:  # a size a static finding says the model fails at, inside the given sizes: run it
+        claim = f.properties.get("fails_at")
+        if isinstance(claim, dict) and claim and all(n in dims for n in claim):
+            shapes = {n: tuple(int(d) for d in s) for n, s in claim.items()}
+            out.append(_complete(Point(claim_label(f), GIVEN, {}), shapes, dims, contracts, {}, 1))
     dynamic = any(not isinstance(d, int) for ds in dims.values() for d in ds)
     if not dynamic:
         out.append(Point("declared shape", EXPORT, {n: tuple(ds) for n, ds in dims.items()}))
@@ -123,6 +128,11 @@ def make_plan(model: Model, consts, options: dict[str, Any], findings: list[Any]
             seen.add(key)
             plan.points.append(p)
     return plan
+
+
+def claim_label(f: Any) -> str:
+    """The label of the point a finding's ``fails_at`` claim is run at."""
+    return f"where {f.rule_id} says it breaks"
 
 
 def _given(options: dict[str, Any], dims: dict[str, list[Any]]) -> list[tuple[str, dict[str, tuple[int, ...]]]]:

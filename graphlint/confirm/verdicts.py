@@ -113,6 +113,7 @@ def settle(findings: list[Finding], er: EngineRun, plan: Plan, nodes: dict[str, 
         for finding in matched:
             if _confirm(finding, f, er):
                 out.confirmed += 1
+    _claims(findings, er, out)
     if fails or er.crashed:
         return out
     ran = [rec for rec in er.runs if rec.ok]
@@ -137,6 +138,25 @@ def settle(findings: list[Finding], er: EngineRun, plan: Plan, nodes: dict[str, 
                                 "points": [rec.point.label for rec in ran]}
             out.contradicted += 1
     return out
+
+
+def _claims(findings: list[Finding], er: EngineRun, out: Settled) -> None:
+    """A static error that names the size the model breaks at (``fails_at``: GL3007) was run at that size:
+    where the engine ran it, the claim is contradicted (a warning saying so)."""
+    from graphlint.confirm.plan import claim_label
+
+    by_label = {rec.point.label: rec for rec in er.runs}
+    for f in findings:
+        if not f.properties.get("fails_at") or f.severity < Severity.ERROR or f.properties.get("confirm"):
+            continue
+        rec = by_label.get(claim_label(f))
+        if rec is None or not rec.ok:
+            continue
+        f.severity = Severity.WARNING
+        f.message += f" Contradicted: {er.engine.title} ran the model at {rec.point.text()}."
+        f.properties["confirm"] = {"verdict": "contradicted", "engine": er.engine.runner,
+                                   "version": er.engine.version, "point": rec.point.label}
+        out.contradicted += 1
 
 
 def _predicted_by(findings: list[Finding], f: Failure) -> list[Finding]:
@@ -230,9 +250,10 @@ def confirm_shapes(findings: list[Finding], problems: list[Any], model: Model) -
             left.append(p)
             continue
         for f in mine:
-            f.properties.pop("unknown", None)
-            f.severity = Severity.ERROR if p.record.point.kind != SAMPLE else f.severity
-            f.properties["basis"] = basis(p.engine)
+            if p.record.point.kind != SAMPLE and (p.empty or f.rule_id.startswith("GL2")):
+                f.properties.pop("unknown", None)  # the engine's shape drift, or nothing where data is due
+                f.severity = Severity.ERROR
+                f.properties["basis"] = basis(p.engine)
             f.properties["confirm"] = {"verdict": "confirmed", "engine": p.engine.engine.runner,
                                        "version": p.engine.engine.version, "point": p.record.point.label,
                                        "output": p.output, "got": list(p.got), "expected": list(p.expected)}

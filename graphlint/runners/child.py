@@ -64,9 +64,10 @@ def main(job_path: str) -> int:
             rec = {"ok": False, "error": str(e), "node": e.node}
         else:
             rec = {"ok": True, "outputs": {k: [list(v.shape), str(v.dtype)] for k, v in outs.items()}}
-            if run.get("save") and sum(v.nbytes for v in outs.values()) <= SAVE_LIMIT:
-                np.savez(run["save"], **{f"o{j}": v for j, v in enumerate(outs.values())})
-                rec["saved"] = list(outs)
+            numeric = {k: v for k, v in outs.items() if v.dtype.kind in "biufc"}  # strings, maps: not compared
+            if run.get("save") and sum(v.nbytes for v in numeric.values()) <= SAVE_LIMIT:
+                np.savez(run["save"], **{f"o{j}": v for j, v in enumerate(numeric.values())})
+                rec["saved"] = list(numeric)
         rec["seconds"] = time.perf_counter() - t1
         result["runs"].append(rec)
     result["step"] = None

@@ -34,8 +34,7 @@ class Session:
             self.precision = _dtype_name(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         except Exception:
             self.precision = None
-        self.request = self.compiled.create_infer_request()
-        self.stateful = bool(self.request.query_state())
+
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         by_port = {}
@@ -44,9 +43,10 @@ class Session:
             if name is not None:
                 by_port[p] = feeds[name]
         try:
-            if self.stateful:  # each run is a new sequence: a stateful LLM must not carry the last run's KV cache
-                self.request.reset_state()
-            res = self.request.infer(by_port)
+            # A request of its own per run: a reused one returns the previous size's output shape where a
+            # new size makes the plugin give up (measured on the corpus IRs), and a stateful LLM would
+            # carry the last run's KV cache into the next sequence.
+            res = self.compiled.create_infer_request().infer(by_port)
         except Exception as e:
             raise failure(e) from None
         out: dict[str, np.ndarray] = {}
