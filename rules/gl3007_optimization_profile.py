@@ -68,7 +68,10 @@ class OptimizationProfile(Rule):
     ## Fix
     Pass a profile for every dynamic input (and the same to trtexec), narrow its range to what
     the graph supports, or fix the graph (see GL3001, GL3003). A profile that contradicts the
-    model or a graph that breaks inside it is an error.
+    model or a graph that breaks inside it is an error. On targets without optimization profiles
+    (ONNX Runtime, OpenVINO) the corners are the sizes said to be fed: a break between them is a
+    warning, since the combination swept may be none a feeder sends. Each break names the size it
+    claims (`fails_at`); `--confirm` runs the model there and confirms or contradicts it.
     """
 
     id = "GL3007"
@@ -201,14 +204,21 @@ class OptimizationProfile(Rule):
                     fails_at[n][a] = value
                 rw = Rewrite("fix-input-shape", {"input": name, "shape": list(prof.opt)}, safe=False,
                              description=f"Or narrow the profile of '{name}' axis {axis} to exclude {value}.")
+                # TensorRT takes any shape inside a profile; elsewhere the profile's corners are the sizes said
+                # to be fed, and a value between them, the other inputs at opt, may be no combination a feeder
+                # sends (a KV cache's length beside an attention mask that must span it)
+                inside = ctx.target.option("needs_profile") or value in (lo, hi)
+                contract = (C.props(C.document_basis(C.onnx_operator(e.node.op_type))) if inside
+                            else C.props(unknown=["fed sizes"]))
                 yield ctx.finding(
                     e.node,
                     f"{quote_node(e.node)} breaks inside the --shapes profile: with "
                     f"{quote(name)} axis {axis} = {value} (profile {lo}..{hi}, shape {_fmt(shape)}), "
-                    f"{_break_text(e)}.",
-                    value=e.va, severity=Severity.ERROR, rewrite=rw,
+                    f"{_break_text(e)}." + ("" if inside else " Whether that combination of sizes is fed is not "
+                                            "known: the profile's corners are."),
+                    value=e.va, severity=Severity.ERROR if inside else Severity.WARNING, rewrite=rw,
                     input=name, axis=axis, first_breaking_value=value, fails_at=fails_at,
-                    **C.props(C.document_basis(C.onnx_operator(e.node.op_type))),
+                    **contract,
                 )
 
     @staticmethod

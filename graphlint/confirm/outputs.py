@@ -59,7 +59,9 @@ def declared(model: Model, point: Point) -> list[tuple[str, tuple[int, ...] | No
     out: list[tuple[str, tuple[int, ...] | None]] = []
     for v in model.graph.outputs:
         shape = model.declared_io.get(v.name, (None, None))[1]
-        if shape is None:
+        if shape is None or (v.producer is not None and v.producer.op_type == "If"):
+            # an If's output is whichever branch ran: optimum's merged decoders return an empty dummy
+            # cache from the cached branch by design, where the declaration is the other branch's
             out.append((v.name, None))
             continue
         dims = [d if isinstance(d, int) and d >= 0 else env.get(d) if isinstance(d, str) else None for d in shape]

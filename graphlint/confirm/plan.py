@@ -110,7 +110,8 @@ def make_plan(model: Model, consts, options: dict[str, Any], findings: list[Any]
         claim = f.properties.get("fails_at")
         if isinstance(claim, dict) and claim and all(n in dims for n in claim):
             shapes = {n: tuple(int(d) for d in s) for n, s in claim.items()}
-            out.append(_complete(Point(claim_label(f), GIVEN, {}), shapes, dims, contracts, {}, 1))
+            kind = GIVEN if f.severity.label == "error" else SAMPLE  # an interior size nobody said is fed
+            out.append(_complete(Point(claim_label(f), kind, {}), shapes, dims, contracts, {}, 1))
     dynamic = any(not isinstance(d, int) for ds in dims.values() for d in ds)
     if not dynamic:
         out.append(Point("declared shape", EXPORT, {n: tuple(ds) for n, ds in dims.items()}))

@@ -143,13 +143,13 @@ def settle(findings: list[Finding], er: EngineRun, plan: Plan, nodes: dict[str, 
 def _claims(findings: list[Finding], er: EngineRun, out: Settled) -> None:
     """A static error that names the size the model breaks at (``fails_at``: GL3007) was run at that size:
     where the engine ran it, the claim is contradicted (a warning saying so)."""
-    from graphlint.confirm.plan import claim_label
-
-    by_label = {rec.point.label: rec for rec in er.runs}
     for f in findings:
-        if not f.properties.get("fails_at") or f.severity < Severity.ERROR or f.properties.get("confirm"):
+        claim = f.properties.get("fails_at")
+        if not claim or f.severity < Severity.ERROR or f.properties.get("confirm"):
             continue
-        rec = by_label.get(claim_label(f))
+        # the run at the claimed sizes (a point the plan merged with another of the same shapes keeps that label)
+        rec = next((r for r in er.runs if all(list(r.point.shapes.get(n, ())) == list(s) for n, s in claim.items())),
+                   None)
         if rec is None or not rec.ok:
             continue
         f.severity = Severity.WARNING
