@@ -31,7 +31,8 @@ class RuntimeFailure(Rule):
     ## Fix
     Read the engine's message: the node and the size are named. Feed only sizes that run (and
     say so with `--shapes`), or change the export. An error means a size you said you feed (or
-    the export's own) fails; a failure at a sample size only is a warning.
+    the export's own) fails; a failure at a sample size only is a warning, and so is one on a node
+    fed integers whose meaning graphlint could not tell (their values were a guess).
     """
 
     id = "GL9101"
@@ -52,14 +53,39 @@ class RuntimeFailure(Rule):
                 continue
             seen.add(key)
             node = ctx.node(f.node)
-            severity = Severity.WARNING if f.sample_only else Severity.ERROR
+            guessed = _guessed_inputs(ctx, node) if f.stage == "run" else []
+            unknown = (["fed sizes"] if f.sample_only else []) + (["input values"] if guessed else [])
             tail = (" The size is a sample graphlint chose; give the sizes you feed with --shapes to know "
                     "whether it matters." if f.sample_only else "")
-            yield ctx.finding(node, f"{f.text()}.{tail}", severity=severity, basis=basis(f.engine),
-                              confirm={"verdict": "runtime", **f.evidence()},
-                              kind=f.stage, unknown=["fed sizes"] if f.sample_only else None)
+            if guessed:
+                tail += (f" The values of {', '.join(repr(n) for n in guessed)} were graphlint's guess (integers "
+                         "with no contract it knows): give real inputs to know whether they are the cause.")
+            yield ctx.finding(node, f"{f.text()}.{tail}", severity=Severity.WARNING if unknown else Severity.ERROR,
+                              basis=None if unknown else basis(f.engine),
+                              confirm={"verdict": "runtime", **f.evidence()}, kind=f.stage, unknown=unknown or None)
         er = ctx.run
         if er.stopped and not er.skipped:  # a time budget or an outside kill: what the engine would do is unknown
             yield ctx.finding(None, f"{er.engine.title} did not finish: {er.crashed}; the sizes it had not run "
                               "are unconfirmed (raise [confirm] budget to run them).", severity=Severity.WARNING,
                               kind="stopped", unknown=["engine behaviour"])
+
+
+def _guessed_inputs(ctx, node) -> list[str]:
+    """Graph inputs fed values graphlint guessed (integers and booleans of no known contract) that reach
+    the failing node (through shape-only ops), or, where the engine names no node, any such input."""
+    from graphlint.confirm.feeds import PASS
+
+    guessed = {n for n, c in ctx.plan.inputs.items() if c.kind in ("int", "bool")}
+    if not guessed or node is None:
+        return sorted(guessed)
+    found, stack, seen = set(), list(node.inputs), set()
+    while stack:
+        v = stack.pop()
+        if v is None or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.name in guessed and v.producer is None:
+            found.add(v.name)
+        elif v.producer is not None and v.producer.op_type in PASS:
+            stack.extend(v.producer.inputs[:1])
+    return sorted(found)
