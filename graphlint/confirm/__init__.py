@@ -60,7 +60,7 @@ def confirm_model(path: str, model: Any, analyses: Any, results: list[Any], opti
             notes[res.target.spec] = why
         else:
             engines.setdefault(eng, []).append(res)
-    refused = _refused(results)
+    refused = _refused(model)
     if refused:
         for res in results:
             res.confirm = {"skipped": refused}
@@ -135,12 +135,13 @@ def _reference(model: Any, plan: Any, copts: ConfirmOptions) -> Any:
     return reference.reference_run(fn, version, plan, copts.seed, [v.name for v in model.graph.outputs])
 
 
-def _refused(results: list[Any]) -> str:
-    """Why the model must not be handed to an engine: its external data leaves its folder."""
-    for res in results:
-        for f in res.findings:
-            if f.rule_id == "GL0005" and "outside" in f.message:
-                return "its external data points outside the model's folder, which an engine would read (GL0005)"
+def _refused(model: Any) -> str:
+    """Why the model must not be handed to an engine: weights the loader refused to follow (a location
+    outside the model's folder, a symlink out of it) or could not find, which an engine would read.
+    Read from the model itself, not from GL0005's findings, which a user may have ignored."""
+    for issue in model.issues:
+        if issue.kind == "external-data":
+            return f"its external data cannot be read safely ({issue.message}); no engine is given it"
     return ""
 
 
