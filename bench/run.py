@@ -5,8 +5,9 @@ gives that child's own peak RSS and CPU time). Commands of a scenario run interl
 round-robin, ``--runs`` times, so background load hits baseline and graphlint alike;
 the report shows medians and the ratios the performance goals are stated in:
 
-    big100k   100k-node transformer-like graph, every rule, --target trt: wall <= 1.3x (onnx.load +
-              checker + infer_shapes(data_prop=True)), peak RSS <= 2x bare onnx.load; with
+    big100k   100k-node transformer-like graph, every rule, --target trt: wall <= 1.2x (1.3x with
+              --busy) of onnx.load + checker + infer_shapes(data_prop=True), CPU <= 1.3x, peak RSS
+              <= 1.8x bare onnx.load (issue 38); with
               --before TREE also another source tree of graphlint, with --doctor onnx-doctor
     dag100k   the same for a 100k-node DAG of residual MatMul/Add/Tanh/Sigmoid/Mul blocks
     llm64     the same for a 33k-node 64-layer decoder-only LLM with KV-cache inputs and external weights
@@ -147,10 +148,12 @@ def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
     raise SystemExit(f"unknown scenario {name!r}")
 
 
+# Issue 38's goals: wall <= 1.2x check+infer idle (1.3x with --busy: replaced in main()), CPU <= 1.3x,
+# peak RSS <= 1.8x a bare onnx.load, onnx-doctor at least 5x graphlint's wall (shown, not judged here).
 _BIG = [
-    ("graphlint trt", "onnx check+infer", "wall", 1.3),
-    ("graphlint trt", "onnx check+infer", "cpu", None),  # two processes' CPU: see README
-    ("graphlint trt", "onnx.load", "rss_mb", 2.0),
+    ("graphlint trt", "onnx check+infer", "wall", 1.2),
+    ("graphlint trt", "onnx check+infer", "cpu", 1.3),
+    ("graphlint trt", "onnx.load", "rss_mb", 1.8),
     ("graphlint trt", "graphlint trt (before)", "wall", None),
     ("graphlint trt", "graphlint trt (before)", "cpu", None),
     ("graphlint trt (before)", "onnx check+infer", "wall", None),
@@ -299,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     mode = f"busy ({n_busy} spin process{'es' if n_busy > 1 else ''} on the other cores)" if n_busy else "idle"
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} "
           f"before the rounds, mode: {mode}")
+    if n_busy:  # the wall goal with the other cores busy
+        for ratios in RATIOS.values():
+            ratios[:] = [(n, d_, m, 1.3 if (n, d_, m, g) == _BIG[0] else g) for n, d_, m, g in ratios]
     busy = start_busy(n_busy) if n_busy else []
     try:
         results = [run_scenario(s, d, args.runs) for s in args.scenarios]
