@@ -79,7 +79,7 @@ def malformed(folder: str) -> list[str]:
 def model_set(bench: str, cache: str, node_step: int, scratch: str) -> dict[str, list[str]]:
     """Groups of model paths: name -> paths (absolute, sorted)."""
     groups: dict[str, list[str]] = {}
-    for name in ("big100k", "dag100k"):
+    for name in ("big100k", "dag100k", "llm64"):
         path = os.path.join(bench, f"{name}.onnx")
         if os.path.exists(path):
             groups[f"bench-{name}"] = [path]

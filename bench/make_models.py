@@ -7,6 +7,14 @@ Transpose, MatMul/Div/Add(mask)/Softmax/MatMul attention, output projection, an 
 MLP and residual Adds. Batch and sequence dims are symbolic. A few blocks route their
 output through an ``If`` whose branches hold small subgraphs using outer-scope values.
 
+``llm64.onnx`` is a decoder-only LLM (Llama-shaped, 64 layers) as torch's unoptimized dynamo
+exporter writes it: embedding Gather, RMSNorm decomposed, rotary embeddings recomputed per layer
+(Range/Cos/Sin/Gather by position_ids, rotate_half by Slice/Neg/Concat), grouped-query attention
+with KV-cache inputs ``past_key_values.N.key/value [batch, kv_heads, past, head_dim]`` concatenated
+with the new keys into ``present.N.*`` outputs, the causal mask computed from attention_mask, a SiLU
+MLP; a Constant node per use of a scalar and the SymInt chains (Shape -> Gather -> Squeeze ->
+Reshape) of every view; weights of 1 KB or more as external data in one sparse file.
+
 ``dag100k.onnx`` is shaped differently: a DAG of gated residual blocks over ``x[batch, seq,
 hidden]`` (MatMul+Add into Tanh and Sigmoid, their Mul, a residual Add, and every fourth block
 an Add of the output four blocks back), with no shape computation and no subgraphs.
@@ -242,6 +250,185 @@ def build_dag(path: str, *, nodes: int, hidden: int, skip_every: int = 4) -> dic
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
+class _Exporter(Builder):
+    """A Builder that writes constants the way torch's TorchScript exporter does: one
+    ``Constant`` node per use (not shared initializers), and tensors under 1 KB embedded while
+    the rest go to the external file (onnx's own ``size_threshold=1024``)."""
+
+    def c(self, value, dtype=np.int64, like: str | None = None) -> str:
+        """A constant; with ``like``, cast like that value, as the dynamo exporter writes every
+        Python scalar (``CastLike(Constant, x)``)."""
+        arr = np.array(value, dtype=dtype)
+        out = self.node("Constant", [], value=onnx.numpy_helper.from_array(arr, self.name("c")))
+        return self.node("CastLike", [out, like]) if like is not None else out
+
+    def linear(self, x: str, name: str, shape: tuple[int, int]) -> str:
+        """torch's ``linear`` as the unoptimized dynamo export writes it: the weight [out, in]
+        transposed in the graph, the input flattened to 2-D for the MatMul and reshaped back."""
+        w = self.node("Transpose", [self.weight(name, (shape[1], shape[0]))], perm=[1, 0])
+        flat = self.node("Reshape", [x, self.node("Concat", [self.c([-1]), self.c([shape[0]])], axis=0)])
+        y = self.node("MatMul", [flat, w])
+        back = self.node("Concat", [self.dim(x, 0), self.dim(x, 1), self.c([shape[1]])], axis=0)
+        return self.node("Reshape", [y, back])
+
+    def weight(self, name: str, shape: tuple[int, ...], fill: float | None = None) -> str:
+        if math.prod(shape) * 4 < 1024 or fill is not None:
+            arr = (np.full(shape, fill, np.float32) if fill is not None
+                   else (self.rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32))
+            self.inits.append(onnx.numpy_helper.from_array(arr, name))
+            return name
+        return super().weight(name, shape)
+
+    def dim(self, x: str, axis: int) -> str:
+        """``x.size(axis)`` as a 1-D int64 tensor, as a SymInt is exported: Shape -> Gather ->
+        Squeeze to a scalar (the symbol), then Reshape back to [1] where a shape is assembled."""
+        g = self.node("Gather", [self.node("Shape", [x]), self.c([axis])], axis=0)
+        sym = self.node("Squeeze", [g, self.c([0])])
+        return self.node("Reshape", [sym, self.c([-1])])
+
+
+def _rms_norm(b: _Exporter, x: str, name: str) -> str:
+    """LlamaRMSNorm as exported: x * rsqrt(mean(x^2) + eps) * weight, in float32."""
+    w = b.weight(name, (b.hidden,), fill=1.0)
+    xf = b.node("Cast", [x], to=FLOAT)
+    var = b.node("ReduceMean", [b.node("Pow", [xf, b.c(2.0, np.float32, like=xf)])], axes=[-1], keepdims=1)
+    rs = b.node("Reciprocal", [b.node("Sqrt", [b.node("Add", [var, b.c(1e-6, np.float32, like=var)])])])
+    return b.node("Mul", [w, b.node("Cast", [b.node("Mul", [xf, rs])], to=FLOAT)])
+
+
+def _rotate_half(b: _Exporter, x: str) -> str:
+    """cat((-x[..., d/2:], x[..., :d/2]), -1) with d/2 computed from the shape, as exported."""
+    d = b.node("Squeeze", [b.node("Gather", [b.node("Shape", [x]), b.c([3])], axis=0), b.c([0])])
+    half = b.node("Reshape", [b.node("Div", [d, b.c(2, like=d)]), b.c([-1])])
+    x1 = b.node("Slice", [x, b.c([0]), half, b.c([3]), b.c([1])])
+    x2 = b.node("Slice", [x, half, b.c([2**63 - 1]), b.c([3]), b.c([1])])
+    return b.node("Concat", [b.node("Neg", [x2]), x1], axis=-1)
+
+
+def _llm_layer(b: _Exporter, x: str, i: int, mask: str, cfg: dict) -> tuple[str, str, str]:
+    h, nh, kvh, hd = b.hidden, cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
+    res = x
+    x = _rms_norm(b, x, f"model.layers.{i}.input_layernorm.weight")
+    bsz, q_len = b.dim(x, 0), b.dim(x, 1)
+    heads = []
+    for p, n in (("q", nh), ("k", kvh), ("v", kvh)):
+        t = b.linear(x, f"model.layers.{i}.self_attn.{p}_proj.weight", (h, n * hd))
+        shape = b.node("Concat", [b.dim(x, 0), b.dim(x, 1), b.c([n]), b.c([hd])], axis=0)
+        heads.append(b.node("Transpose", [b.node("Reshape", [t, shape])], perm=[0, 2, 1, 3]))
+    q, k, v = heads
+    # Rotary embedding, recomputed in every layer as transformers 4.3x exports it: cos/sin caches
+    # for the total length (past + new), indexed by position_ids.
+    kv_len = b.node("Add", [b.dim(k, 2), b.node("Gather", [b.node("Shape", [f"past_key_values.{i}.key"]),
+                                                           b.c([2])], axis=0)])
+    t = b.node("Cast", [b.node("Range", [b.c(0), b.node("Squeeze", [kv_len, b.c([0])]), b.c(1)])], to=FLOAT)
+    freqs = b.node("Mul", [b.node("Unsqueeze", [t, b.c([1])]),
+                           b.node("Unsqueeze", [f"model.layers.{i}.self_attn.rotary_emb.inv_freq", b.c([0])])])
+    emb = b.node("Concat", [freqs, freqs], axis=-1)
+    cos = b.node("Unsqueeze", [b.node("Gather", [b.node("Cos", [emb]), "position_ids"], axis=0), b.c([1])])
+    sin = b.node("Unsqueeze", [b.node("Gather", [b.node("Sin", [emb]), "position_ids"], axis=0), b.c([1])])
+    b.inits.append(onnx.numpy_helper.from_array(
+        (1.0 / 10000 ** (np.arange(0, hd, 2, dtype=np.float32) / hd)).astype(np.float32),
+        f"model.layers.{i}.self_attn.rotary_emb.inv_freq"))
+    q = b.node("Add", [b.node("Mul", [q, cos]), b.node("Mul", [_rotate_half(b, q), sin])])
+    k = b.node("Add", [b.node("Mul", [k, cos]), b.node("Mul", [_rotate_half(b, k), sin])])
+    # KV cache: past and new concatenated along the sequence axis; that is the present output.
+    k = b.node("Concat", [f"past_key_values.{i}.key", k], axis=2)
+    v = b.node("Concat", [f"past_key_values.{i}.value", v], axis=2)
+    b.nodes[-2].output[0], b.nodes[-1].output[0] = f"present.{i}.key", f"present.{i}.value"
+    k, v = f"present.{i}.key", f"present.{i}.value"
+    # repeat_kv (grouped-query attention): [b, kvh, s, d] -> [b, kvh * n_rep, s, d]
+    rep = []
+    for t in (k, v):
+        e = b.node("Unsqueeze", [t, b.c([2])])
+        shp = b.node("Concat", [b.dim(t, 0), b.dim(t, 1), b.c([nh // kvh]), b.dim(t, 2), b.dim(t, 3)], axis=0)
+        e = b.node("Expand", [e, shp])
+        out_shape = b.node("Concat", [b.dim(t, 0), b.node("Mul", [b.dim(t, 1), b.c([nh // kvh])]), b.dim(t, 2),
+                                      b.dim(t, 3)], axis=0)
+        rep.append(b.node("Reshape", [e, out_shape]))
+    k, v = rep
+    # scaled_dot_product_attention as torchlib decomposes it: scale 1/sqrt(q.size(-1)) from the
+    # shape, its square root applied to q and to k transposed.
+    scale = b.node("Reciprocal", [b.node("Sqrt", [b.node("Cast", [b.node("Squeeze", [
+        b.node("Gather", [b.node("Shape", [q]), b.c([-1])], axis=0), b.c([0])])], to=FLOAT)])])
+    sq = b.node("Sqrt", [scale])
+    qs = b.node("Mul", [q, b.node("CastLike", [sq, q])])
+    ks = b.node("Mul", [b.node("Transpose", [k], perm=[0, 1, 3, 2]), b.node("CastLike", [sq, k])])
+    scores = b.node("MatMul", [qs, ks])
+    # causal_mask[:, :, :, : key_states.shape[-2]]: a Slice on every axis, as dynamo writes it
+    m = mask
+    for ax in range(3):
+        m = b.node("Slice", [m, b.c([0]), b.c([2**63 - 1]), b.c([ax]), b.c([1])])
+    m = b.node("Slice", [m, b.c([0]), b.dim(k, 2), b.c([3]), b.c([1])])
+    probs = b.node("Cast", [b.node("Softmax", [b.node("Add", [scores, m])], axis=-1)], to=FLOAT)
+    ctx = b.node("Transpose", [b.node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    ctx = b.node("Reshape", [ctx, b.node("Concat", [bsz, q_len, b.c([h])], axis=0)])
+    o = b.linear(ctx, f"model.layers.{i}.self_attn.o_proj.weight", (nh * hd, h))
+    x = b.node("Add", [res, o])
+    res = x
+    x = _rms_norm(b, x, f"model.layers.{i}.post_attention_layernorm.weight")
+    inter = cfg["intermediate"]
+    gate = b.linear(x, f"model.layers.{i}.mlp.gate_proj.weight", (h, inter))
+    up = b.linear(x, f"model.layers.{i}.mlp.up_proj.weight", (h, inter))
+    act = b.node("Mul", [b.node("Mul", [gate, b.node("Sigmoid", [gate])]), up])  # SiLU(gate) * up
+    down = b.linear(act, f"model.layers.{i}.mlp.down_proj.weight", (inter, h))
+    return b.node("Add", [res, down]), k, v
+
+
+def _causal_mask(b: _Exporter) -> str:
+    """[batch, 1, seq, past + seq] additive mask from attention_mask[batch, past + seq], as
+    transformers' _prepare_4d_causal_attention_mask exports: a causal triangle shifted by the past
+    length, plus the padding of attention_mask, as large negatives."""
+    seq = b.node("Squeeze", [b.dim("input_ids", 1), b.c([0])])
+    total = b.node("Squeeze", [b.dim("attention_mask", 1), b.c([0])])
+    past = b.node("Sub", [total, seq])
+    rows = b.node("Unsqueeze", [b.node("Add", [b.node("Range", [b.c(0), seq, b.c(1)]), past]), b.c([1])])
+    cols = b.node("Unsqueeze", [b.node("Range", [b.c(0), total, b.c(1)]), b.c([0])])
+    neg = b.c(np.finfo(np.float32).min, np.float32)
+    causal = b.node("Where", [b.node("LessOrEqual", [cols, rows]), b.c(0.0, np.float32), neg])
+    causal = b.node("Unsqueeze", [causal, b.c([0, 1])])  # [1, 1, seq, total]
+    pad = b.node("Cast", [b.node("Unsqueeze", [b.node("Cast", ["attention_mask"], to=FLOAT), b.c([1, 2])])],
+                 to=TensorProto.BOOL)
+    padm = b.node("Where", [pad, b.c(0.0, np.float32), neg])  # [batch, 1, 1, total]
+    return b.node("Max", [b.node("Add", [causal, padm]), neg])  # clamp: -inf + -inf stays finite
+
+
+def build_llm(path: str, *, layers: int = 64, hidden: int = 256, heads: int = 8, kv_heads: int = 4,
+              intermediate: int = 688, vocab: int = 1000) -> dict:
+    """Write a decoder-only transformer (Llama-shaped) as an exporter writes it, with KV-cache
+    inputs and present outputs; every weight of 1 KB or more in one sparse external file."""
+    t0 = time.perf_counter()
+    base = os.path.basename(path)
+    data_name = base.rsplit(".", 1)[0] + ".data"
+    b = _Exporter(hidden, heads, data_name)
+    cfg = {"heads": heads, "kv_heads": kv_heads, "head_dim": hidden // heads, "intermediate": intermediate}
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (vocab, hidden)), "input_ids"], axis=0)
+    mask = _causal_mask(b)
+    kv_dims = ["batch_size", kv_heads, "past_sequence_length", cfg["head_dim"]]
+    pres_dims = ["batch_size", kv_heads, "past_sequence_length + sequence_length", cfg["head_dim"]]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                            ["batch_size", "past_sequence_length + sequence_length"]),
+              helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch_size", "sequence_length"])]
+    outputs = []
+    for i in range(layers):
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kv}", FLOAT, kv_dims))
+        x, _, _ = _llm_layer(b, x, i, mask, cfg)
+        for kv in ("key", "value"):
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.{kv}", FLOAT, pres_dims))
+    x = _rms_norm(b, x, "model.norm.weight")
+    b.nodes.append(helper.make_node("MatMul", [x, b.weight("lm_head.weight.T", (hidden, vocab))], ["logits"],
+                                    name="lm_head"))
+    outputs.insert(0, helper.make_tensor_value_info("logits", FLOAT, ["batch_size", "sequence_length", vocab]))
+    graph = helper.make_graph(b.nodes, "llm", inputs, outputs, b.inits)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(os.path.join(os.path.dirname(os.path.abspath(path)), data_name), "wb") as f:
+        f.truncate(b.offset)  # sparse: zeros that take no disk blocks
+    _write(graph, path)
+    return {"path": path, "nodes": len(b.nodes), "layers": layers, "hidden": hidden, "weight_bytes": b.offset,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def hidden_for_bytes(nodes: int, weight_bytes: int, heads: int = 2, vocab: int = 1000) -> int:
     """Hidden size whose weights total about ``weight_bytes`` for a model of ``nodes`` nodes."""
     blocks = max(1, round((nodes - 1) / nodes_per_block()))
@@ -271,6 +458,8 @@ def scenarios(scale: float) -> dict[str, dict]:
         "w200m": {"nodes": mid, "hidden": hidden_for_bytes(mid, int(200e6 * scale)), "external": True},
         "w2g": {"nodes": mid, "hidden": hidden_for_bytes(mid, int(2e9 * scale)), "external": True},
         "ov_src": {"nodes": max(200, int(30_000 * scale)), "hidden": 16},
+        # 64 decoder layers (as Qwen2.5-32B) of ~520 nodes each: ~33k nodes, 188 MB external weights
+        "llm64": {"llm": True, "layers": max(1, round(64 * scale))},
     }
     for k in range(6):
         out[f"ci{k}"] = {"nodes": max(150, int(3_000 * scale)), "hidden": 32}
@@ -290,7 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         path = os.path.join(args.out, f"{name}.onnx")
         if args.force or not os.path.exists(path):
             kw = dict(kw)
-            print(build_dag(path, **kw) if kw.pop("dag", False) else build(path, **kw), flush=True)
+            if kw.pop("llm", False):
+                print(build_llm(path, **kw), flush=True)
+            else:
+                print(build_dag(path, **kw) if kw.pop("dag", False) else build(path, **kw), flush=True)
         if name == "ov_src":
             xml = os.path.join(args.out, "ov_large.xml")
             if args.force or not os.path.exists(xml):

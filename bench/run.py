@@ -5,10 +5,12 @@ gives that child's own peak RSS and CPU time). Commands of a scenario run interl
 round-robin, ``--runs`` times, so background load hits baseline and graphlint alike;
 the report shows medians and the ratios the performance goals are stated in:
 
-    big100k   100k-node transformer-like graph, every rule, --target trt: wall <= 1.3x (onnx.load +
-              checker + infer_shapes(data_prop=True)), peak RSS <= 2x bare onnx.load; with
+    big100k   100k-node transformer-like graph, every rule, --target trt: wall <= 1.2x (1.3x with
+              --busy) of onnx.load + checker + infer_shapes(data_prop=True), CPU <= 1.3x, peak RSS
+              <= 1.8x bare onnx.load (issue 38); with
               --before TREE also another source tree of graphlint, with --doctor onnx-doctor
     dag100k   the same for a 100k-node DAG of residual MatMul/Add/Tanh/Sigmoid/Mul blocks
+    llm64     the same for a 33k-node 64-layer decoder-only LLM with KV-cache inputs and external weights
     weights   ~5k nodes with ~0 / 200 MB / 2 GB external weights: wall and RSS flat (<= 1.10x)
     openvino  OpenVINO IR with tens of thousands of layers vs openvino's read_model
     ci        several mid-size models in one graphlint call vs one process running
@@ -19,12 +21,18 @@ the report shows medians and the ratios the performance goals are stated in:
     python bench/run.py                  # every scenario, 5 runs each
     python bench/run.py big100k --runs 3 --stats
     python bench/run.py big100k dag100k --runs 7 --before ../arch-base --doctor DOCTOR_VENV/bin/onnx-doctor
+    python bench/run.py big100k dag100k llm64 --busy    # every other core kept busy meanwhile
+
+With ``--busy`` the script starts one pure-Python spin process per core but one before the rounds
+(``stress``-like: a tight loop, no memory traffic) and kills them after, so the measured
+commands share the machine the way a CI runner that shares its cores does.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -94,10 +102,12 @@ def py(code: str, *args: str) -> list[str]:
 
 def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
     """Label -> command for one scenario (paths relative to the models folder ``d``)."""
-    if name in ("big100k", "dag100k"):
+    if name in ("big100k", "dag100k", "llm64"):
         model = f"{name}.onnx"
         cmds = {
             "onnx.load": py(ONNX_LOAD, model),
+            # external weights: onnx.load reads them, graphlint never does; this is the graph alone
+            **({"onnx.load graph only": py(ONNX_LOAD_NOEXT, model)} if name == "llm64" else {}),
             "onnx check+infer": py(ONNX_CHECK, model),
             "graphlint trt": graphlint(model, "--target", "trt"),
         }
@@ -138,10 +148,12 @@ def scenario_cmds(name: str, d: str) -> dict[str, list[str]]:
     raise SystemExit(f"unknown scenario {name!r}")
 
 
+# Issue 38's goals: wall <= 1.2x check+infer idle (1.3x with --busy: replaced in main()), CPU <= 1.3x,
+# peak RSS <= 1.8x a bare onnx.load, onnx-doctor at least 5x graphlint's wall (shown, not judged here).
 _BIG = [
-    ("graphlint trt", "onnx check+infer", "wall", 1.3),
-    ("graphlint trt", "onnx check+infer", "cpu", None),  # two processes' CPU: see README
-    ("graphlint trt", "onnx.load", "rss_mb", 2.0),
+    ("graphlint trt", "onnx check+infer", "wall", 1.2),
+    ("graphlint trt", "onnx check+infer", "cpu", 1.3),
+    ("graphlint trt", "onnx.load", "rss_mb", 1.8),
     ("graphlint trt", "graphlint trt (before)", "wall", None),
     ("graphlint trt", "graphlint trt (before)", "cpu", None),
     ("graphlint trt (before)", "onnx check+infer", "wall", None),
@@ -161,6 +173,9 @@ RATIOS = {
         ("graphlint trt", "graphlint GL0001 only", "wall", None),
     ],
     "dag100k": [*_BIG, ("graphlint trt+ort+ov", "graphlint trt", "wall", None)],
+    "llm64": [*_BIG, ("graphlint trt+ort+ov", "graphlint trt", "wall", None),
+              ("graphlint GL0001 only", "onnx check+infer", "wall", None),
+              ("graphlint trt", "onnx.load graph only", "rss_mb", None)],
     "weights": [
         ("graphlint w200m", "graphlint w0", "wall", 1.1),
         ("graphlint w2g", "graphlint w0", "wall", 1.1),
@@ -191,6 +206,7 @@ RATIOS = {
 
 def run_scenario(name: str, d: str, runs: int) -> dict:
     cmds = scenario_cmds(name, d)
+    load0 = os.getloadavg()[0]
     samples: dict[str, list[Sample]] = {k: [] for k in cmds}
     for _ in range(runs):
         for label, cmd in cmds.items():  # interleaved: load spikes hit every command alike
@@ -199,7 +215,8 @@ def run_scenario(name: str, d: str, runs: int) -> dict:
         label: {m: statistics.median(getattr(s, m) for s in ss) for m in ("wall", "cpu", "rss_mb")}
         for label, ss in samples.items()
     }
-    print(f"\n== {name} (median of {runs})")
+    load1 = os.getloadavg()[0]
+    print(f"\n== {name} (median of {runs}; load average {load0:.1f} at the start, {load1:.1f} at the end)")
     for label, m in med.items():
         print(f"  {label:<26} wall {m['wall']:7.2f} s   cpu {m['cpu']:7.2f} s   peak RSS {m['rss_mb']:8.0f} MB")
     ratios = []
@@ -217,7 +234,29 @@ def run_scenario(name: str, d: str, runs: int) -> dict:
         print(f"  {metric:<6} {num} / {den} = {r:5.2f} {goal_s}{verdict}{spread if runs > 1 else ''}")
         ratios.append({"num": num, "den": den, "metric": metric, "ratio": round(r, 3), "goal": goal,
                        "per_round": [round(x, 3) for x in paired]})
-    return {"scenario": name, "runs": runs, "median": med, "ratios": ratios}
+    return {"scenario": name, "runs": runs, "load_average": [load0, load1], "median": med, "ratios": ratios}
+
+
+def _spin() -> None:  # pragma: no cover - runs in a --busy load process until killed
+    x = 0
+    while True:
+        x += 1
+
+
+def start_busy(n: int) -> list[multiprocessing.Process]:
+    """``n`` processes each spinning a core (pure Python, no memory traffic), like ``stress -c n``."""
+    procs = [multiprocessing.get_context("fork").Process(target=_spin, daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    time.sleep(0.5)  # let them reach the loop before the first round
+    return procs
+
+
+def stop_busy(procs: list[multiprocessing.Process]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.join()
 
 
 def show_stats(d: str) -> None:
@@ -249,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write medians and ratios to this file")
     ap.add_argument("--before", help="also time this source tree of graphlint (a checkout: graphlint/, rules/)")
     ap.add_argument("--doctor", help="also time onnx-doctor check (path of its executable)")
+    ap.add_argument("--busy", action="store_true",
+                    help="keep every other core busy (one spin process per core but one) during the rounds")
     args = ap.parse_args(argv)
     global BEFORE, DOCTOR
     BEFORE = compare_outputs.tree_path(args.before, os.path.join(HERE, "out", "before")) if args.before else None
@@ -257,8 +298,21 @@ def main(argv: list[str] | None = None) -> int:
     if not all(os.path.exists(os.path.join(d, f"{m}.onnx")) for m in ("big100k", "dag100k")):
         raise SystemExit(f"no models in {d}: run bench/make_models.py --out {d} first")
     precompile(*([args.before] if args.before else []))
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
-    results = [run_scenario(s, d, args.runs) for s in args.scenarios]
+    n_busy = max(1, (os.cpu_count() or 1) - 1) if args.busy else 0
+    mode = f"busy ({n_busy} spin process{'es' if n_busy > 1 else ''} on the other cores)" if n_busy else "idle"
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} "
+          f"before the rounds, mode: {mode}")
+    if n_busy:  # the wall goal with the other cores busy
+        for ratios in RATIOS.values():
+            ratios[:] = [(n, d_, m, 1.3 if (n, d_, m, g) == _BIG[0] else g) for n, d_, m, g in ratios]
+    busy = start_busy(n_busy) if n_busy else []
+    try:
+        results = [run_scenario(s, d, args.runs) for s in args.scenarios]
+    finally:
+        stop_busy(busy)
+    print(f"mode: {mode}; load average {os.getloadavg()[0]:.1f} after the rounds (1-minute, counts the spin processes)")
+    for r in results:
+        r["mode"] = mode
     if args.stats:
         show_stats(d)
     if args.json:
