@@ -15,7 +15,11 @@ BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 def test_make_models_and_run_tiny(tmp_path):
     out = str(tmp_path)
     subprocess.run([sys.executable, os.path.join(BENCH, "make_models.py"), "--out", out, "--scale", "0.002",
-                    "--only", "big100k", "dag100k", "w0", "w200m", "w2g", "ci0", "ci1"], check=True, capture_output=True)
+                    "--only", "big100k", "dag100k", "llm64", "w0", "w200m", "w2g", "ci0", "ci1"], check=True,
+                   capture_output=True)
+    llm = onnx.load(os.path.join(out, "llm64.onnx"), load_external_data=False)
+    assert any(i.name.startswith("past_key_values.") for i in llm.graph.input)
+    onnx.checker.check_model(os.path.join(out, "llm64.onnx"))
     big = onnx.load(os.path.join(out, "big100k.onnx"))
     onnx.checker.check_model(big, full_check=True)
     assert {"If", "LayerNormalization", "Softmax", "Gather", "Reshape", "Transpose", "MatMul"} <= {
