@@ -67,19 +67,24 @@ def bench(model: str, runs: int) -> dict:
         for label, cmd in cmds.items():
             samples[label].append(measure(cmd, os.path.dirname(model) or "."))
     med = {k: statistics.median(s.wall for s in v) for k, v in samples.items()}
-    print(f"\n== {os.path.relpath(model, ROOT)} (median of {runs})")
+    cpu = {k: statistics.median(s.cpu for s in v) for k, v in samples.items()}
+    print(f"\n== {os.path.relpath(model, ROOT)} (median of {runs}; load average {os.getloadavg()[0]:.1f})")
     for k, v in med.items():
-        print(f"  {k:<30} {v:7.2f} s")
-    out = {"model": os.path.relpath(model, ROOT), "median": med, "ratios": {}}
+        print(f"  {k:<30} wall {v:7.2f} s   cpu {cpu[k]:7.2f} s")
+    out = {"model": os.path.relpath(model, ROOT), "median": med, "cpu": cpu, "ratios": {}, "cpu_ratios": {}}
     for engine, base in (("ort", "ort session+run"), ("openvino", "openvino compile+run")):
         cost = med[f"graphlint {engine} --confirm"] - med[f"graphlint {engine}"]
         paired = sorted((a.wall - b.wall) / c.wall for a, b, c in zip(
             samples[f"graphlint {engine} --confirm"], samples[f"graphlint {engine}"], samples[base], strict=True))
         r = cost / med[base]
+        # CPU seconds (the process and its children): what the wall time would be on an idle machine
+        rc = (cpu[f"graphlint {engine} --confirm"] - cpu[f"graphlint {engine}"]) / cpu[base]
         verdict = "ok" if r <= GOAL else "OVER GOAL"
         print(f"  confirm cost {engine:<9} {cost:6.2f} s = {r:4.2f}x {base} (goal <= {GOAL})  {verdict}"
-              f"   per round: median {statistics.median(paired):.2f}, {paired[0]:.2f} to {paired[-1]:.2f}")
+              f"   per round: median {statistics.median(paired):.2f}, {paired[0]:.2f} to {paired[-1]:.2f};"
+              f"   cpu {rc:4.2f}x")
         out["ratios"][engine] = round(r, 3)
+        out["cpu_ratios"][engine] = round(rc, 3)
     return out
 
 
