@@ -53,7 +53,7 @@ class RuntimeFailure(Rule):
                 continue
             seen.add(key)
             node = ctx.node(f.node)
-            guessed = _guessed_inputs(ctx, node) if f.stage == "run" else []
+            guessed = _guessed_inputs(ctx, node, f.point) if f.stage == "run" else []
             unknown = (["fed sizes"] if f.sample_only else []) + (["input values"] if guessed else [])
             tail = (" The size is a sample graphlint chose; give the sizes you feed with --shapes to know "
                     "whether it matters." if f.sample_only else "")
@@ -70,12 +70,13 @@ class RuntimeFailure(Rule):
                               kind="stopped", unknown=["engine behaviour"])
 
 
-def _guessed_inputs(ctx, node) -> list[str]:
-    """Graph inputs fed values graphlint guessed (integers and booleans of no known contract) that reach
-    the failing node (through shape-only ops), or, where the engine names no node, any such input."""
+def _guessed_inputs(ctx, node, point) -> list[str]:
+    """Graph inputs fed values graphlint guessed (graphlint.confirm.plan.guessed) that reach the failing
+    node (through shape-only ops), or, where the engine names no node, any such input."""
     from graphlint.confirm.feeds import PASS
+    from graphlint.confirm.plan import guessed as guesses
 
-    guessed = {n for n, c in ctx.plan.inputs.items() if c.kind in ("int", "bool")}
+    guessed = guesses(ctx.plan, point)
     if not guessed or node is None:
         return sorted(guessed)
     found, stack, seen = set(), list(node.inputs), set()

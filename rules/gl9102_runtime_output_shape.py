@@ -45,6 +45,7 @@ class RuntimeOutputShape(Rule):
 
     def check_confirm(self, ctx) -> Iterator[Finding]:
         from graphlint.confirm.plan import SAMPLE
+        from graphlint.confirm.plan import guessed as guesses
         from graphlint.confirm.verdicts import basis
 
         seen: set[str] = set()
@@ -54,8 +55,13 @@ class RuntimeOutputShape(Rule):
             seen.add(p.output)
             sample = p.record.point.kind == SAMPLE
             value = next((v for v in ctx.model.graph.outputs if v.name == p.output), None)
-            unknown = (["fed sizes"] if sample else []) + ([] if p.empty else ["whether the runtime reads the shape"])
+            guessed = sorted(guesses(ctx.plan, p.record.point))
+            unknown = ((["fed sizes"] if sample else []) + ([] if p.empty else ["whether the runtime reads the shape"])
+                       + (["input values"] if guessed else []))
             tail = " The size is a sample graphlint chose." if sample else ""
+            if guessed:
+                tail += (f" The values of {', '.join(repr(n) for n in guessed)} were graphlint's guess (a range's "
+                         "bounds, an index): give real inputs to know whether they are the cause.")
             if not p.empty:
                 tail += (" It is data of another shape, not nothing: whether the runtime relies on the declared "
                          "shape is not known.")

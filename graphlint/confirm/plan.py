@@ -131,6 +131,18 @@ def make_plan(model: Model, consts, options: dict[str, Any], findings: list[Any]
     return plan
 
 
+def guessed(plan: Plan, point: Point | None = None) -> set[str]:
+    """Inputs whose values are graphlint's guess: integers and booleans of no contract it knows, and
+    float scalars (a start, a limit, a step: parameters, not data). A failure they may cause says
+    nothing certain of the model."""
+    out = set()
+    for name, c in plan.inputs.items():
+        scalar = point is not None and point.shapes.get(name) == ()
+        if c.kind in ("int", "bool") or (c.kind == "float" and scalar):
+            out.add(name)
+    return out
+
+
 def claim_label(f: Any) -> str:
     """The label of the point a finding's ``fails_at`` claim is run at."""
     return f"where {f.rule_id} says it breaks"
