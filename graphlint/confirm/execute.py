@@ -92,13 +92,51 @@ def available_memory() -> int | None:
     return None
 
 
-def memory_problem(path: str) -> str:
-    need = int(weight_bytes(path) * MEMORY_FACTOR) + MEMORY_BASE
+def memory_problem(paths: list[str]) -> str:
+    """Why the models of ``paths`` (one model, or a pipeline's stages loaded in one process) must not be
+    loaded here: their weights need more memory than the kernel reports available. Empty when they fit."""
+    need = int(sum(weight_bytes(p) for p in paths) * MEMORY_FACTOR) + MEMORY_BASE
     have = available_memory()
     if have is not None and need > have:
         return (f"needs about {need / 2**30:.1f} GiB to run (weights x {MEMORY_FACTOR:g}), "
                 f"{have / 2**30:.1f} GiB available")
     return ""
+
+
+@dataclass
+class ChildEnd:
+    """How an engine child ended: what it wrote, and whether it died or was stopped."""
+
+    result: dict[str, Any]  # its result file ({} when it wrote none)
+    seconds: float
+    crashed: str = ""  # killed by a signal, a non-zero exit, or the time budget
+    stopped: bool = False  # stopped at the time budget or killed from outside: says nothing of the model
+
+
+def run_child(module: str, job: dict[str, Any], job_path: str, budget: float) -> ChildEnd:
+    """Write ``job`` to ``job_path``, run ``python -m module job_path`` (a fresh interpreter in a session of
+    its own), kill it at ``budget`` seconds (0: none) or when this process is interrupted, read its result."""
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", module, job_path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    crashed, stopped = "", False
+    try:
+        _, err = proc.communicate(timeout=budget if budget > 0 else None)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        err = b""
+        crashed, stopped = f"stopped at the time budget of {budget:g} s", True
+    except BaseException:  # the model's own budget, Ctrl-C: no engine process outlives the linter
+        _kill(proc)
+        raise
+    seconds = time.perf_counter() - t0
+    if proc.returncode and not crashed:
+        crashed = _death(proc.returncode, err)
+        # SIGKILL comes from outside (the kernel's out-of-memory killer, an operator), not the engine
+        stopped = proc.returncode == -signal.SIGKILL
+    return ChildEnd(_read(job["result"]), seconds, crashed, stopped)
 
 
 def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_dir: str, budget: float,
@@ -110,7 +148,7 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
     if profile is None and engine.runner == "tensorrt":
         profile = profile_for(plan)
     er = EngineRun(engine, targets)
-    problem = memory_problem(path)
+    problem = memory_problem([path])
     if problem:
         er.skipped = problem
         return er
@@ -121,28 +159,8 @@ def run_engine(path: str, engine: Engine, targets: list[str], plan: Plan, feeds_
             "runs": [{"feeds": os.path.join(feeds_dir, f"point{i}.npz"), "save": os.path.join(work, f"out{i}.npz")}
                      for i in range(len(plan.points))],
         }
-        job_path = os.path.join(work, "job.json")
-        with open(job_path, "w") as f:
-            json.dump(job, f)
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "graphlint.runners.child", job_path],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=budget if budget > 0 else None)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            err = b""
-            er.crashed = f"stopped at the time budget of {budget:g} s"
-            er.stopped = True
-        except BaseException:  # the model's own budget, Ctrl-C: no engine process outlives the linter
-            _kill(proc)
-            raise
-        er.seconds = time.perf_counter() - t0
-        result = _read(job["result"])
-        if proc.returncode and not er.crashed:
-            er.crashed = _death(proc.returncode, err)
-            # SIGKILL comes from outside (the kernel's out-of-memory killer, an operator), not the engine
-            er.stopped = proc.returncode == -signal.SIGKILL
+        end = run_child("graphlint.runners.child", job, os.path.join(work, "job.json"), budget)
+        er.seconds, er.crashed, er.stopped, result = end.seconds, end.crashed, end.stopped, end.result
         if not result:
             er.skipped = er.crashed or "the engine process wrote nothing"
             return er

@@ -26,10 +26,7 @@ imported in this process.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,15 +35,7 @@ from typing import Any
 import numpy as np
 
 from graphlint.confirm.engines import Engine, engine_for
-from graphlint.confirm.execute import (
-    MEMORY_BASE,
-    MEMORY_FACTOR,
-    _death,
-    _kill,
-    _read,
-    available_memory,
-    weight_bytes,
-)
+from graphlint.confirm.execute import memory_problem, run_child
 from graphlint.confirm.pipeline_cases import Case, _dims, _np_dtype, _stated, plan_cases
 from graphlint.confirm.plan import SAMPLE
 from graphlint.confirm.verdicts import settle_pipeline
@@ -257,35 +246,15 @@ def write_job(c: Any, cases: list[Case], work: str, engine: Engine, config: dict
 
 def run_engine(job: dict[str, Any], work: str, engine: Engine, cases: list[Case], budget: float) -> PipelineRun:
     pr = PipelineRun(engine, cases)
-    need = int(sum(weight_bytes(p) for p in job["stages"].values()) * MEMORY_FACTOR) + MEMORY_BASE
-    have = available_memory()
-    if have is not None and need > have:
-        pr.skipped = (f"needs about {need / 2**30:.1f} GiB to run (weights x {MEMORY_FACTOR:g}), "
-                      f"{have / 2**30:.1f} GiB available")
+    pr.skipped = memory_problem(list(job["stages"].values()))
+    if pr.skipped:
         return pr
     if engine.runner == "onnxruntime" and any(p.lower().endswith(".xml") for p in job["stages"].values()):
         pr.skipped = "onnxruntime cannot load the OpenVINO IR stages"
         return pr
-    job_path = os.path.join(work, f"job-{engine.runner}.json")
     job = dict(job, result=os.path.join(work, f"result-{engine.runner}.json"))
-    with open(job_path, "w") as f:
-        json.dump(job, f)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "graphlint.runners.pipeline_child", job_path],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=budget if budget > 0 else None)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        err = b""
-        pr.crashed = f"stopped at the time budget of {budget:g} s"
-    except BaseException:
-        _kill(proc)
-        raise
-    pr.seconds = time.perf_counter() - t0
-    if proc.returncode and not pr.crashed:
-        pr.crashed = _death(proc.returncode, err)
-    result = _read(job["result"])
+    end = run_child("graphlint.runners.pipeline_child", job, os.path.join(work, f"job-{engine.runner}.json"), budget)
+    pr.seconds, pr.crashed, result = end.seconds, end.crashed, end.result
     if not result:
         pr.skipped = pr.crashed or "the engine process wrote nothing"
         return pr
