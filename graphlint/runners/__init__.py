@@ -8,7 +8,10 @@ informative line and, where the engine names one, the failing node.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from typing import Any
 
 
 class RunError(Exception):
@@ -50,3 +53,13 @@ def failure(e: BaseException) -> RunError:
     """An engine exception as a RunError: its first useful line, and the node it names."""
     text = str(e)
     return RunError(one_line(text) if text.strip() else type(e).__name__, node_named(text))
+
+
+def write_progress(path: str, doc: dict[str, Any]) -> None:
+    """An engine child's record of what it did so far, replaced whole (the parent reads it whatever the
+    child's end). Scratch in the linter's own temporary folder: no fsync, unlike a user's file
+    (graphlint.fsutil.atomic_write_text)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)

@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 import time
 from typing import Any
 
 import numpy as np
 
+from graphlint.runners import write_progress
+
 SAVE_LIMIT = 256 << 20  # outputs larger than this in all are described, not saved
-
-
-def _write(path: str, doc: dict[str, Any]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.replace(tmp, path)
 
 
 def main(job_path: str) -> int:
@@ -34,7 +28,7 @@ def main(job_path: str) -> int:
     from graphlint.runners import RunError, failure
 
     result: dict[str, Any] = {"step": "load", "runs": []}
-    _write(job["result"], result)
+    write_progress(job["result"], result)
     module = importlib.import_module(f"graphlint.runners.{job['engine']}")
     t0 = time.perf_counter()
     try:
@@ -42,18 +36,18 @@ def main(job_path: str) -> int:
         session = module.Session(job["path"], job.get("config") or {}, job.get("outputs") or None, **kwargs)
     except RunError as e:
         result.update(load={"ok": False, "error": str(e), "node": e.node}, step=None)
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         return 0
     except Exception as e:
         err = failure(e)
         result.update(load={"ok": False, "error": str(err), "node": err.node}, step=None)
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         return 0
     result["load"] = {"ok": True, "seconds": time.perf_counter() - t0}
     result.update(version=session.version, precision=getattr(session, "precision", None))
     for i, run in enumerate(job["runs"]):
         result["step"] = f"run {i}"
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         with np.load(run["feeds"], allow_pickle=False) as z:
             feeds = {k: z[k] for k in z.files}
         t1 = time.perf_counter()
@@ -71,7 +65,7 @@ def main(job_path: str) -> int:
         rec["seconds"] = time.perf_counter() - t1
         result["runs"].append(rec)
     result["step"] = None
-    _write(job["result"], result)
+    write_progress(job["result"], result)
     return 0
 
 

@@ -20,18 +20,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 from typing import Any
 
 import numpy as np
 
-
-def _write(path: str, doc: dict[str, Any]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.replace(tmp, path)
+from graphlint.runners import write_progress
 
 
 class Failed(Exception):
@@ -239,12 +233,12 @@ def main(job_path: str) -> int:
     from graphlint.runners import RunError, failure
 
     result: dict[str, Any] = {"step": "load", "load": {}, "cases": []}
-    _write(job["result"], result)
+    write_progress(job["result"], result)
     module = importlib.import_module(f"graphlint.runners.{job['engine']}")
     sessions: dict[str, Any] = {}
     for name, path in job["stages"].items():
         result["step"] = f"load {name}"
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         try:
             sessions[name] = module.Session(path, job.get("config") or {}, None)
             result["load"][name] = {"ok": True}
@@ -256,11 +250,11 @@ def main(job_path: str) -> int:
             result["load"][name] = {"ok": False, "error": str(err), "node": err.node}
     if not all(v["ok"] for v in result["load"].values()):
         result["step"] = None
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         return 0
     for i, case in enumerate(job["cases"]):
         result["step"] = f"case {i}"
-        _write(job["result"], result)
+        write_progress(job["result"], result)
         rec: dict[str, Any] = {"kind": "ok"}
         try:
             run_case(sessions, job, case, rec, np.random.default_rng(int(job.get("seed", 0)) + i))
@@ -268,7 +262,7 @@ def main(job_path: str) -> int:
             rec.update(kind=e.kind, stage=e.stage, error=str(e), node=e.node)
         result["cases"].append(rec)
     result["step"] = None
-    _write(job["result"], result)
+    write_progress(job["result"], result)
     return 0
 
 
