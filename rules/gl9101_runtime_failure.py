@@ -61,7 +61,7 @@ class RuntimeFailure(Rule):
                 tail += (f" The values of {', '.join(repr(n) for n in guessed)} were graphlint's guess (integers "
                          "with no contract it knows): give real inputs to know whether they are the cause.")
             yield ctx.finding(node, f"{f.text()}.{tail}", severity=Severity.WARNING if unknown else Severity.ERROR,
-                              basis=None if unknown else basis(f.engine),
+                              basis=None if unknown else basis(f.engine.engine),
                               confirm={"verdict": "runtime", **f.evidence()}, kind=f.stage, unknown=unknown or None)
         er = ctx.run
         if er.stopped and not er.skipped:  # a time budget or an outside kill: what the engine would do is unknown

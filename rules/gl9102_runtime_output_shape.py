@@ -70,7 +70,7 @@ class RuntimeOutputShape(Rule):
                 f"{p.engine.engine.title} returns output '{p.output}' as {list(p.got)} at {p.record.point.text()}, "
                 f"where {p.source} {list(p.expected)}; no error is raised.{tail}",
                 value=p.output, severity=Severity.WARNING if unknown else Severity.ERROR,
-                basis=None if unknown else basis(p.engine),
+                basis=None if unknown else basis(p.engine.engine),
                 confirm={"verdict": "runtime", "engine": p.engine.engine.runner, "point": p.record.point.label,
                          "got": list(p.got), "expected": list(p.expected)},
                 unknown=unknown or None)

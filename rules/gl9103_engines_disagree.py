@@ -68,11 +68,11 @@ class EnginesDisagree(Rule):
                 yield ctx.finding(node, f"{er.engine.title} returns other values than the PyTorch reference (the "
                                   f"exported program given to graphlint.check, torch {other.engine.version}) at "
                                   f"{d.point.text()}: {d.comparison.problem}.", severity=Severity.ERROR,
-                                  basis=basis(er), confirm={"verdict": "runtime", "engines": [mine, "pytorch"],
+                                  basis=basis(er.engine), confirm={"verdict": "runtime", "engines": [mine, "pytorch"],
                                                             "point": d.point.label, "reference": "pytorch"}, kind="pytorch")
             elif wrong is not None:
                 msg += f" ONNX's reference implementation agrees with {other.engine.title} on that node."
-                yield ctx.finding(node, msg, severity=Severity.ERROR, basis=basis(er),
+                yield ctx.finding(node, msg, severity=Severity.ERROR, basis=basis(er.engine),
                                   confirm={"verdict": "runtime", "engines": [mine, other.engine.runner],
                                            "point": d.point.label, "reference": "onnx.reference"},
                                   kind=other.engine.runner)

@@ -54,6 +54,8 @@ class PipelineRuntimeFailure(Rule):
 
     def check_pipeline_confirm(self, ctx) -> Iterator[Finding]:
         """``ctx``: a graphlint.pipeline.engine.PipelineContext with ``unpredicted`` (graphlint.confirm.pipeline.Failure)."""
+        from graphlint.confirm.verdicts import basis
+
         seen: set[tuple[str, str]] = set()
         for f in ctx.unpredicted:
             key = (f.kind, f.stage)
@@ -72,6 +74,6 @@ class PipelineRuntimeFailure(Rule):
             e = f.engine
             yield ctx.finding(
                 f"{f.text()}{more}.{tail}", config=config, key=cfg_key, stage=stage,
-                severity=severity, basis=f"engine-run:{e.runner} {e.version} {e.device}",
+                severity=severity, basis=basis(e),
                 confirm={"verdict": "runtime", **f.evidence()}, kind=f.kind,
                 unknown=["images per prompt"] if f.sample_only else None)

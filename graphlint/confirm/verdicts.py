@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphlint.confirm.engines import Engine
 from graphlint.confirm.execute import EngineRun
 from graphlint.confirm.plan import SAMPLE, Plan, Point
 from graphlint.ir import Model, Node
@@ -77,8 +78,8 @@ def failures(er: EngineRun) -> list[Failure]:
     return out
 
 
-def basis(er: EngineRun) -> str:
-    e = er.engine
+def basis(e: Engine) -> str:
+    """The basis of a finding an engine run shows (the severity contract's ``engine-run`` kind)."""
     return f"engine-run:{e.runner} {e.version} {e.device}"
 
 
@@ -111,7 +112,7 @@ def settle(findings: list[Finding], er: EngineRun, plan: Plan, nodes: dict[str, 
             out.unpredicted.append(f)
             continue
         for finding in matched:
-            if _confirm(finding, f, er):
+            if _confirm(finding, f, er.engine):
                 out.confirmed += 1
     _claims(findings, er, out)
     if fails or er.crashed:
@@ -174,17 +175,23 @@ def _predicted_by(findings: list[Finding], f: Failure) -> list[Finding]:
     return [x for x in live if x.properties.get("unknown") and x.rule_id.startswith(families)]
 
 
-def _confirm(finding: Finding, f: Failure, er: EngineRun) -> bool:
+SAMPLE_NOTE = " (at a sample size graphlint chose: give the sizes you feed with --shapes)"
+
+
+def _confirm(finding: Finding, f: Any, engine: Engine, sample_note: str = SAMPLE_NOTE) -> bool:
+    """Confirm ``finding`` by failure ``f`` (a model's :class:`Failure` or a pipeline run's): its evidence
+    recorded; an unknown premise settled, and the finding an error, unless the size was a sample. False
+    when an earlier failure confirmed it already."""
     props = finding.properties
     if props.get("confirm", {}).get("verdict") == "confirmed":
         return False
     props["confirm"] = {"verdict": "confirmed", **f.evidence()}
     if props.get("unknown") and not f.sample_only:
         props.pop("unknown")
-        props["basis"] = basis(er)
+        props["basis"] = basis(engine)
         finding.severity = Severity.ERROR
     elif finding.severity < Severity.ERROR and f.sample_only:
-        finding.message += " (at a sample size graphlint chose: give the sizes you feed with --shapes)"
+        finding.message += sample_note
     finding.message += f" Confirmed: {f.text()}."
     return True
 
@@ -232,7 +239,7 @@ def confirm_drift(findings: list[Finding], divergences: list[Any], er: EngineRun
             if loc.wrong is not None:  # the reference says this engine computes something else
                 f.properties.pop("unknown", None)
                 f.severity = Severity.ERROR
-                f.properties["basis"] = basis(er)
+                f.properties["basis"] = basis(er.engine)
     return left
 
 
@@ -253,7 +260,7 @@ def confirm_shapes(findings: list[Finding], problems: list[Any], model: Model) -
             if p.record.point.kind != SAMPLE and (p.empty or f.rule_id.startswith("GL2")):
                 f.properties.pop("unknown", None)  # the engine's shape drift, or nothing where data is due
                 f.severity = Severity.ERROR
-                f.properties["basis"] = basis(p.engine)
+                f.properties["basis"] = basis(p.engine.engine)
             f.properties["confirm"] = {"verdict": "confirmed", "engine": p.engine.engine.runner,
                                        "version": p.engine.engine.version, "point": p.record.point.label,
                                        "output": p.output, "got": list(p.got), "expected": list(p.expected)}
@@ -294,16 +301,8 @@ def settle_pipeline(findings: list[Finding], run: Any) -> Settled:
             out.unpredicted.append(f)
             continue
         for finding in matched:
-            props = finding.properties
-            if props.get("confirm", {}).get("verdict") == "confirmed":
-                continue
-            props["confirm"] = {"verdict": "confirmed", **f.evidence()}
-            if props.get("unknown") and not f.sample_only:
-                props.pop("unknown")
-                props["basis"] = f"engine-run:{f.engine.runner} {f.engine.version} {f.engine.device}"
-                finding.severity = Severity.ERROR
-            finding.message += f" Confirmed: {f.text()}."
-            out.confirmed += 1
+            if _confirm(finding, f, f.engine, sample_note=""):  # a two-image prompt: no --shapes to give
+                out.confirmed += 1
     whole = any(f.case is None for f in fails)  # a stage that did not load, a crash outside a case
     for finding in findings:
         props = finding.properties
