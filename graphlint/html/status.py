@@ -14,8 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from networkx.utils import UnionFind
-
+from graphlint.analysis.partition import groups
 from graphlint.engine import LintResult
 from graphlint.ir import Model, Node
 from graphlint.rule import FAMILIES, Finding, Rule, Severity
@@ -142,14 +141,8 @@ def target_view(result: LintResult, index: NodeIndex, ids: dict[int, int], rules
 def islands(rejected: Iterable[Node]) -> list[list[Node]]:
     """Connected groups of the given main-graph nodes (joined by a tensor), in graph order of their
     first node: numbered as GL1010 numbers them."""
-    nodes = {n.index: n for n in rejected}
-    uf = UnionFind(nodes)
-    for n in nodes.values():
-        for v in n.outputs:
-            for c in v.consumers:
-                c = top_node(c)
-                if c.index in nodes and c.graph is n.graph:
-                    uf.union(n.index, c.index)
-    groups = [sorted((nodes[i] for i in s), key=lambda x: x.index) for s in uf.to_sets()]
-    groups.sort(key=lambda c: c[0].index)
-    return groups
+    nodes = sorted({n.index: n for n in rejected}.values(), key=lambda x: x.index)
+    local = {n.index: i for i, n in enumerate(nodes)}
+    pairs = [(local[n.index], local[c.index]) for n in nodes for v in n.outputs
+             for c in map(top_node, v.consumers) if c.index in local and c.graph is n.graph]
+    return [[nodes[i] for i in members] for members in groups(len(nodes), pairs)]
