@@ -17,6 +17,10 @@ positive = at least one error.
   test_openvino_recall_on_onnx_files holds the bar on the ONNX files alone. Recall bars leave out
   KNOWN_MISSES (a held-out model every engine fails that graphlint does not catch yet), each
   asserted to be missed still.
+* test_findings_as_recorded: every model's findings, counted by rule and severity per target, are
+  the ones testmodels/corpus/findings.json records: a change meant to keep results (issue 38's
+  speed work) is held to that on the whole corpus. Record anew with ``--record-findings`` when a
+  change of findings is meant (bench/compare_outputs.py compares two trees byte for byte).
 * Held-out models (``Model.heldout``: added after the rules were tuned on the rest) count like
   the others; ``--heldout`` scores them alone (docs/conformance.md, "Held-out models").
 
@@ -25,6 +29,7 @@ with ``--heldout`` on the held-out models alone:
 
     .venv/bin/python tests/test_conformance_corpus.py [--part all|base|heldout|pipeline|pipeline-heldout]
         [--json out.json]      # --heldout is --part heldout
+    .venv/bin/python tests/test_conformance_corpus.py --record-findings
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from testmodels.pool import isolated_map  # noqa: E402
 from tests.test_conformance_backend import Score  # noqa: E402
 
 PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0
+FINDINGS = os.path.join(os.path.dirname(HERE), "testmodels", "corpus", "findings.json")
 
 
 # Held-out models that every engine fails and graphlint misses, out of the rules' reach for now
@@ -226,6 +232,24 @@ def test_corpus_truth_matches_engines():
         assert sum(bool(_positive(r, target)) for r in data) >= 5, f"{target}: too few positives in the corpus"
 
 
+def findings(data: tuple[dict, ...]) -> dict[str, dict[str, dict[str, int]]]:
+    """Model -> target -> {"rule severity": count} of the findings a user sees."""
+    return {r["id"]: {t: dict(sorted(g["rules"].items())) for t, g in sorted(r["graphlint"].items())}
+            for r in sorted(data, key=lambda r: r["id"]) if not r.get("crashed")}
+
+
+@pytest.mark.slow
+def test_findings_as_recorded():
+    with open(FINDINGS) as f:
+        recorded = json.load(f)["models"]
+    current = findings(rows())
+    changed = [f"{mid}: {recorded.get(mid)} -> {now}" for mid, now in current.items() if recorded.get(mid) != now]
+    gone = sorted(set(recorded) - set(current))
+    assert not changed and not gone, (
+        f"{len(changed)} models' findings differ from {FINDINGS} and {len(gone)} recorded models are gone "
+        f"(record anew with --record-findings if meant):\n" + "\n".join(changed[:40] + gone[:10]))
+
+
 SCORED = ("base", "pipeline", "pipeline-heldout")  # each part held to the bars on its own
 
 
@@ -324,6 +348,12 @@ def main(argv: list[str]) -> None:
     if "--json" in argv:
         with open(argv[argv.index("--json") + 1], "w") as f:
             json.dump({"rows": list(data), **doc}, f, indent=1)
+    if "--record-findings" in argv:
+        assert part == "all", "--record-findings records the whole corpus"
+        with open(FINDINGS, "w") as f:
+            json.dump({"models": findings(data)}, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"recorded the findings of {len(data)} models in {FINDINGS}")
 
 
 if __name__ == "__main__":
