@@ -324,7 +324,8 @@ class Builder:
             ins: list[Value | None] = []
             outs: list[Value] = []
             node = OnnxNode(op_type, np_.name, graph, i, domain, opset_of(domain), ins, outs, self)
-            for n in np_.input:
+            # Sliced: a list at C speed (iterating upb's repeated string field costs twice as much).
+            for n in np_.input[:]:
                 if n:
                     v = values.get(n)
                     if v is None:
@@ -333,7 +334,7 @@ class Builder:
                     ins.append(v)
                 else:
                     ins.append(None)
-            for n in np_.output:
+            for n in np_.output[:]:
                 if n:
                     v = values.get(n)
                     if v is None:
