@@ -155,28 +155,25 @@ class ShapeWalk:
         if op == "Constant":
             f.build_const.update(outs)
         handler = HANDLERS.get(op) if node.domain in HANDLED_DOMAINS else None
-        results: list[SShape] | tuple[()] = ()
+        results: list[SShape] = []
         if handler is not None and (op in CHECKED or not self._known(outs, ins)):
             try:
                 results = handler(node, self)
             except _ERRORS:
-                results = ()  # malformed node: leave its outputs to ONNX inference
+                results = []  # malformed node: leave its outputs to ONNX inference
         shapes = f.shapes
         for i, v in enumerate(outs):
-            base = self.base(v)
             mine = results[i] if i < len(results) else None
-            if mine is None:  # the walk adds nothing: ONNX inference's shape
+            base = self.base(v)
+            if mine is None:  # nothing computed here: ONNX inference's shape
                 shapes[v] = base
                 continue
             if v.is_output and not self.env:
                 declared = self.declared(v, base)
                 if contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
-            if base is None or mine is base:
-                shapes[v] = mine
-                continue
-            shapes[v] = merge(mine, base) if None in mine else mine
-            if mine != base and _overrules(mine, base):
+            shapes[v] = merge(mine, base)
+            if base is not None and mine != base and _overrules(mine, base):
                 self.overruled.add(v)
         if values and op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
             self._shape_value(node, outs[0])
