@@ -21,7 +21,6 @@ from graphlint.analysis.shapes.facts import (
     ShapeFacts,
     SShape,
     contradicts,
-    is_placeholder,
     merge,
     to_polys,
     unnamed_symbol,
@@ -71,8 +70,7 @@ class ShapeWalk:
         io = self.model.declared_io.get(v.name)
         if io is None:
             return base
-        shape = io[1]
-        return None if shape is None else tuple(None if is_placeholder(d) else to_poly(d) for d in shape)
+        return to_polys(io[1])
 
     def run(self) -> ShapeFacts:
         f = self.f
@@ -101,12 +99,10 @@ class ShapeWalk:
                     f.origins.setdefault(s, []).append((v.name, axis))
                 dims.append(p.subs(self.env) if self.env else p)
             f.shapes[v] = tuple(dims)
+        visit = self.visit_ir if self.ir else self.visit
         for node in g.nodes:
             try:
-                if self.ir:
-                    self.visit_ir(node)
-                else:
-                    self.visit(node)
+                visit(node)
             except Exception:  # a malformed node must not cost every shape rule its answer
                 for v in node.outputs:
                     f.shapes.setdefault(v, self.base(v))
@@ -159,12 +155,8 @@ class ShapeWalk:
         if op == "Constant":
             f.build_const.update(outs)
         handler = HANDLERS.get(op) if node.domain in HANDLED_DOMAINS else None
-        bases = [self.base(v) for v in outs]
-        if handler is not None and op not in CHECKED and len(outs) == 1 and bases[0] is not None \
-                and None not in bases[0] and not (self.overruled and any(v in self.overruled for v in ins)):
-            handler = None  # inference already knows it and the op constrains nothing: skip the work
         results: list[SShape] = []
-        if handler is not None:
+        if handler is not None and (op in CHECKED or not self._known(outs, ins)):
             try:
                 results = handler(node, self)
             except _ERRORS:
@@ -172,16 +164,28 @@ class ShapeWalk:
         shapes = f.shapes
         for i, v in enumerate(outs):
             mine = results[i] if i < len(results) else None
-            base = bases[i]
+            base = self.base(v)
+            if mine is None:  # nothing computed here: ONNX inference's shape
+                shapes[v] = base
+                continue
             if v.is_output and not self.env:
                 declared = self.declared(v, base)
                 if contradicts(declared, mine):
                     f.output_conflicts.append((v, declared, mine))
-            shapes[v] = mine if base is None else merge(mine, base)
-            if mine is not None and base is not None and mine != base and _overrules(mine, base):
+            shapes[v] = merge(mine, base)
+            if base is not None and mine != base and _overrules(mine, base):
                 self.overruled.add(v)
         if values and op in SVAL_OPS and outs and _maybe_shape_value(outs[0], shapes.get(outs[0])):
             self._shape_value(node, outs[0])
+
+    def _known(self, outs: list[Value], ins: list[Value | None]) -> bool:
+        """Inference already knows the node's one output and no input is overruled: an op that
+        constrains nothing has nothing to add."""
+        if len(outs) != 1:
+            return False
+        base = self.base(outs[0])
+        overruled = self.overruled
+        return base is not None and None not in base and not (overruled and any(v in overruled for v in ins))
 
     def _constant_inputs(self, ins: list[Value | None]) -> tuple[bool, bool]:
         """(every input is a build-time constant, every input's data is known so numpy can fold).

@@ -59,5 +59,5 @@ def broadcast(p: ShapePass, node: Node, vals: list[Value | None], shapes: list[S
 @handles(*BROADCAST)
 def _broadcast(node: Node, p: ShapePass) -> list[SShape]:
     vals = node.inputs if None not in node.inputs else [v for v in node.inputs if v is not None]
-    return [broadcast(p, node, vals, [p.shape(v) for v in vals])]
+    return [broadcast(p, node, vals, list(map(p.shape, vals)))]
 

@@ -54,11 +54,11 @@ def _reshape(node: Node, p: ShapePass) -> list[SShape]:
         tshape = p.shape(node.input(1))
         n = tshape[0] if tshape is not None and len(tshape) == 1 else None
         return [(None,) * n.value if n is not None and n.is_const and 0 <= (n.value or 0) <= 64 else None]
-    allowzero = node.attr("allowzero", 0)
     out: list[SDim] = []
     neg = None
     for i, d in enumerate(target):
-        if d is not None and d.is_const and d.value == 0 and not allowzero:
+        # allowzero only matters for a 0 in the target: read it then (decoding attributes costs)
+        if d is not None and d.is_const and d.value == 0 and not node.attr("allowzero", 0):
             out.append(sin[i] if sin is not None and i < len(sin) else None)
         elif d is not None and d.is_const and d.value == -1:
             neg = i
