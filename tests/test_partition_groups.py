@@ -3,10 +3,17 @@ outlines, against a breadth-first search over the same pairs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from graphlint.analysis.partition import groups
+from tests.conftest import ROOT
+
+EXAMPLE = os.path.join(ROOT, "testmodels", "examples", "tiny_vlm.onnx")
 
 
 def by_search(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
@@ -42,3 +49,21 @@ def test_a_long_chain_joined_from_its_far_end() -> None:
     n = 20_000
     pairs = [(i + 1, i) for i in range(n - 1)][::-1]
     assert groups(n, pairs) == [list(range(n))]
+
+
+def test_a_check_does_not_import_networkx():
+    # networkx costs a check ~0.1 s of imports and ~15 MB of memory in both of its processes
+    # (bench/README.md, issue 38); only `graphlint fix` uses it.
+    probe = (
+        "import sys\n"
+        "from graphlint.cli import cli\n"
+        "try:\n"
+        f"    cli.main(['check', {EXAMPLE!r}, '-t', 'trt', '-t', 'ort', '-t', 'openvino', '-f', 'sarif', '-o', "
+        f"{os.devnull!r}], prog_name='graphlint', standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'networkx'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
