@@ -25,7 +25,6 @@ from graphlint.errors import DataError
 from graphlint.ir import (
     NO_RT_INFO,
     NO_SUBGRAPHS,
-    ONNX,
     ONNX_DOMAIN,
     Graph,
     LoadIssue,
@@ -59,25 +58,12 @@ class OnnxNode(Node):
 
     __slots__ = ("_builder",)  # the NodeProto is found by graph and index: no wrapper kept per node
 
-    # Runs once per node: every slot set here, positionally (Node.__init__'s keywords, and the
-    # containers it makes that an ONNX node replaces, cost a third of the node's construction).
-    def __init__(self, op_type: str, name: str, graph: Graph, index: int, domain: str, opset: int | None,
-                 inputs: list[Value | None], outputs: list[Value], builder: Builder) -> None:
-        self.op_type = op_type
-        self.name = name
-        self.graph = graph
-        self.index = index
-        self.dialect = ONNX
-        self.domain = domain
-        self.opset = opset
-        self.inputs = inputs
-        self.outputs = outputs
+    def __init__(self, name: str, builder: Builder, graph: Graph, index: int, op_type: str,
+                 domain: str, opset: int | None) -> None:
+        super().__init__(op_type, name, graph, index, domain=domain, opset=opset)
         self.subgraphs = NO_SUBGRAPHS  # type: ignore[assignment]  # most nodes have none: one shared mapping
-        self._decode = None
-        self._attrs = None
-        self.source = None
+        self._builder = builder  # inputs and outputs: set by the builder
         self._meta = None  # read from the NodeProto on first use (only reports and origins ask)
-        self._builder = builder
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -321,9 +307,8 @@ class Builder:
             # protobuf hands back for a string that is not UTF-8).
             domain = ONNX_DOMAIN if domain in ("", "ai.onnx") else intern(domain)
             op_type = intern(np_.op_type)
+            node = OnnxNode(np_.name, self, graph, i, op_type, domain, opset_of(domain))
             ins: list[Value | None] = []
-            outs: list[Value] = []
-            node = OnnxNode(op_type, np_.name, graph, i, domain, opset_of(domain), ins, outs, self)
             # Sliced: a list at C speed (iterating upb's repeated string field costs twice as much).
             for n in np_.input[:]:
                 if n:
@@ -334,6 +319,8 @@ class Builder:
                     ins.append(v)
                 else:
                     ins.append(None)
+            node.inputs = ins
+            outs = []
             for n in np_.output[:]:
                 if n:
                     v = values.get(n)
@@ -343,6 +330,7 @@ class Builder:
                 else:
                     v = Value("", graph)
                 outs.append(v)
+            node.outputs = outs
             if domain != ONNX_DOMAIN or op_type in _PICKED_OPS:
                 picked.append(i)
             nodes.append(node)
