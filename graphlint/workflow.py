@@ -19,7 +19,6 @@ re-exports that reorder or renumber nodes; then by node name, which survives edi
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 from collections import Counter
@@ -160,6 +159,8 @@ class Anchors:
 
     def node(self, root: Node) -> str:
         """The anchor of ``root``: iterative post-order DFS over its upstream cone, memoised."""
+        import hashlib  # here, not at the top: see Finding.fingerprint
+
         memo = self._memo
         if id(root) in memo:
             return memo[id(root)]
@@ -196,6 +197,8 @@ class Anchors:
             graph = next((g for g in self.model.graph.graphs() if g.path == f.location.graph_path), self.model.graph)
             v = graph.values.get(f.value)
             if v is not None:
+                import hashlib  # here, not at the top: see Finding.fingerprint
+
                 return "v:" + hashlib.sha256(self.value_desc(v).encode()).hexdigest()[:20]
             return f"v:{f.value}"
         if f.node:
