@@ -21,6 +21,10 @@ positive = at least one error.
   the ones testmodels/corpus/findings.json records: a change meant to keep results (issue 38's
   speed work) is held to that on the whole corpus. Record anew with ``--record-findings`` when a
   change of findings is meant (bench/compare_outputs.py compares two trees byte for byte).
+  It records the default path (inference in the forked child). Known difference, not fixed yet:
+  a model that declares negative dims (paddle2onnx's -1) gets GL4007 and GL4006 more when
+  inference runs in-process (``--jobs 1``, files under 1 MB, a dead child), whose guard against
+  onnx#8481 clears those dims before inference (wheel_rapidocr_rec_v3: ``GRAPHLINT_JOBS=1``).
 * Held-out models (``Model.heldout``: added after the rules were tuned on the rest) count like
   the others; ``--heldout`` scores them alone (docs/conformance.md, "Held-out models").
 
