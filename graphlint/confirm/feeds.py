@@ -20,12 +20,13 @@ Values are drawn from one seeded generator per point, so every engine is fed the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphlint.analysis.inputs import channel_axis, preprocess_chain
-from graphlint.ir import Model, Value
+from graphlint.ir import Model, Node, Value
 
 PASS = frozenset({"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Convert"})
 # Operand positions whose values set a shape, a size, axes or indices into a value the graph computes:
@@ -121,11 +122,10 @@ def _contract(v: Value, consts, given: list[float] | None) -> Contract:
     return Contract("int", dt, lo, 8)
 
 
-def operand_role(v: Value) -> str | None:
-    """"shape" where ``v`` (through shape-only ops) is an operand of SHAPE_OPERANDS, "divisor" where it
-    divides (Div, Mod input 1), else None."""
+def _uses(v: Value, through: Callable[[list[int]], bool]) -> Iterator[tuple[Node, list[int]]]:
+    """Each consumer of ``v``, or of what shape-only ops (PASS) make of it, with the input positions
+    it takes that value at; a PASS node is followed instead when ``through(positions)`` holds."""
     stack, seen = [v], set()
-    role = None
     while stack:
         cur = stack.pop()
         if id(cur) in seen:
@@ -133,33 +133,34 @@ def operand_role(v: Value) -> str | None:
         seen.add(id(cur))
         for n in cur.consumers:
             idx = [i for i, x in enumerate(n.inputs) if x is cur]
-            if n.op_type in PASS and idx == [0]:
+            if n.op_type in PASS and through(idx):
                 stack.extend(o for o in n.outputs if o is not None)
-            elif n.domain in ("", "ai.onnx") and any(i in SHAPE_OPERANDS.get(n.op_type, ()) for i in idx):
-                return "shape"
-            elif n.op_type in ("Div", "Mod") and idx == [1]:
-                role = "divisor"
+            else:
+                yield n, idx
+
+
+def operand_role(v: Value) -> str | None:
+    """"shape" where ``v`` (through shape-only ops) is an operand of SHAPE_OPERANDS, "divisor" where it
+    divides (Div, Mod input 1), else None."""
+    role = None
+    for n, idx in _uses(v, lambda idx: idx == [0]):  # a Reshape fed v twice reads it as a shape too
+        if n.domain in ("", "ai.onnx") and any(i in SHAPE_OPERANDS.get(n.op_type, ()) for i in idx):
+            return "shape"
+        if n.op_type in ("Div", "Mod") and idx == [1]:
+            role = "divisor"
     return role
 
 
 def table_rows(v: Value, consts) -> int | None:
     """Rows of the smallest constant table ``v`` indexes (a Gather's indices, through shape-only ops)."""
     best: int | None = None
-    stack, seen = [v], set()
-    while stack:
-        cur = stack.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        for n in cur.consumers:
-            if n.op_type in PASS and n.inputs and n.inputs[0] is cur:
-                stack.extend(o for o in n.outputs if o is not None)
-            elif n.op_type == "Gather" and len(n.inputs) > 1 and n.inputs[1] is cur and n.inputs[0] is not None:
-                table = n.inputs[0]
-                axis = int(n.attr("axis", 0) or 0) if n.dialect == "onnx" else 0
-                shape = table.shape if _constant(table, consts) else None
-                if shape and isinstance(shape[axis], int):
-                    best = shape[axis] if best is None else min(best, shape[axis])
+    for n, idx in _uses(v, lambda idx: 0 in idx):
+        if n.op_type == "Gather" and 1 in idx and n.inputs[0] is not None:
+            table = n.inputs[0]
+            axis = int(n.attr("axis", 0) or 0) if n.dialect == "onnx" else 0
+            shape = table.shape if _constant(table, consts) else None
+            if shape and isinstance(shape[axis], int):
+                best = shape[axis] if best is None else min(best, shape[axis])
     return best
 
 
