@@ -54,6 +54,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from testmodels.corpus import truth  # noqa: E402
 from testmodels.corpus.build import Model, corpus  # noqa: E402
+from testmodels.corpus.parts import PARTS as CORPUS_PARTS  # noqa: E402
 from testmodels.pool import isolated_map  # noqa: E402
 from tests.test_conformance_backend import Score  # noqa: E402
 
@@ -117,16 +118,8 @@ def _crashed(m: Model) -> dict:
     return {"id": m.id, "truth": truth.crashed(m), "graphlint": {}, "crashed": True}
 
 
-# Parts scored alone (docs/conformance.md): the corpus before the export pipelines came ("base"),
-# the pipelines, and the held-out models of each.
-PARTS = {
-    "all": lambda m: True,
-    "base": lambda m: m.source != "pipeline",
-    "heldout": lambda m: m.heldout and m.source != "pipeline",
-    "pipeline": lambda m: m.source == "pipeline",
-    "pipeline-heldout": lambda m: m.heldout and m.source == "pipeline",
-    "pipeline-seen": lambda m: not m.heldout and m.source == "pipeline",  # what the rules may be tuned on
-}
+# The corpus parts scored alone, and the pipelines the rules may be tuned on.
+PARTS = {**CORPUS_PARTS, "pipeline-seen": lambda m: not m.heldout and m.source == "pipeline"}
 
 
 _JUDGED: dict[str, dict] = {}  # model id -> row, each model judged once per session whatever parts ask

@@ -36,19 +36,13 @@ import sys
 import time
 from typing import Any
 
+from testmodels.corpus.parts import PARTS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "confirm_results.json")
 OPENVINO_AS_TRUTH = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
 ORT_AS_TRUTH = {"intra_op_num_threads": 1, "inter_op_num_threads": 1}
 NODE_FAMILIES = ["validity", "target-support"]
-
-PARTS = {
-    "all": lambda m: True,
-    "base": lambda m: m.source != "pipeline",
-    "heldout": lambda m: m.heldout and m.source != "pipeline",
-    "pipeline": lambda m: m.source == "pipeline",
-    "pipeline-heldout": lambda m: m.heldout and m.source == "pipeline",
-}
 
 
 def _line(text: str, n: int = 300) -> str:
