@@ -21,11 +21,9 @@ positive = at least one error.
   the ones testmodels/corpus/findings.json records: a change meant to keep results (issue 38's
   speed work) is held to that on the whole corpus. Record anew with ``--record-findings`` when a
   change of findings is meant (bench/compare_outputs.py compares two trees byte for byte).
-  It records the default path (inference in the forked child). Known difference, not fixed yet:
-  a model that declares negative dims (paddle2onnx's -1) gets GL4007 and GL4006 more when
-  inference runs in-process (``--jobs 1``, files under 1 MB, a threaded process, a dead child),
-  whose guard against onnx#8481 clears those dims before inference; PATH_DEPENDENT lists the
-  corpus models this touches, whose findings the test cannot pin.
+  Findings do not depend on where ONNX inference ran (a forked child or in-process, as in this
+  harness's workers, which ran an engine first and so keep a thread):
+  tests/test_hostile_dims.py::test_findings_do_not_depend_on_where_inference_ran.
 * Held-out models (``Model.heldout``: added after the rules were tuned on the rest) count like
   the others; ``--heldout`` scores them alone (docs/conformance.md, "Held-out models").
 
@@ -60,9 +58,6 @@ from tests.test_conformance_backend import Score  # noqa: E402
 
 PRECISION, RECALL, TRT_AGREEMENT, NOISE = 0.98, 0.95, 0.95, 1.0
 FINDINGS = os.path.join(os.path.dirname(HERE), "testmodels", "corpus", "findings.json")
-# Files of 1 MB or more that declare negative dims: their findings depend on where ONNX inference
-# ran (above), and a worker that ran an engine first keeps a thread, which rules out the child.
-PATH_DEPENDENT = {"wheel_rapidocr_det_v3", "wheel_rapidocr_rec_v3"}
 
 
 # Held-out models that every engine fails and graphlint misses, out of the rules' reach for now
@@ -245,7 +240,7 @@ def test_findings_as_recorded():
         recorded = json.load(f)["models"]
     current = findings(rows())
     changed = [f"{mid}: {recorded.get(mid)} -> {now}" for mid, now in current.items()
-               if recorded.get(mid) != now and mid not in PATH_DEPENDENT]
+               if recorded.get(mid) != now]
     gone = sorted(set(recorded) - set(current))
     assert not changed and not gone, (
         f"{len(changed)} models' findings differ from {FINDINGS} and {len(gone)} recorded models are gone "

@@ -320,3 +320,20 @@ def test_guard_leaves_clean_models_alone():
     dims = [[d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
             for v in (*guarded.graph.input, *guarded.graph.output, *guarded.graph.value_info)]
     assert dims == [[1, None]] * 3
+
+
+def test_findings_do_not_depend_on_where_inference_ran(tmp_path):
+    """Over 1 MB inference runs in a forked child, on the file as it is; in-process (``-j 1``)
+    it runs on the dims cleared (above). Where a model declares negative dims (paddle2onnx's
+    -1) the two answers differ, so the loader takes the guarded one either way."""
+    m = relu2([-1, 4], [-1, 4], [-1, 4])
+    m.graph.initializer.append(nh.from_array(np.zeros(600_000, np.float32), "padding"))
+    p = save(tmp_path, "minus-one.onnx", m)
+
+    def findings(*args: str) -> list[tuple]:  # a real process: pytest's threads would rule out the fork
+        doc = json.loads(run_cli(p, *[a for t in TARGETS for a in ("--target", t)], "--format", "json", *args).out)
+        return sorted((f["rule_id"], f["severity"], f["message"]) for m_ in doc["models"] for f in m_["findings"])
+
+    forked = findings()
+    assert "GL4007" in {r for r, *_ in forked}, forked
+    assert forked == findings("-j", "1")

@@ -11,8 +11,9 @@ child died, the parent does the work itself.
 
 onnx's shape inference aborts the whole process on some negative dims (onnx#8481): what runs
 in-process is given bytes with those dims cleared (:func:`without_negative_dims`); the child
-reads the file itself, unguarded, with its stderr sent to /dev/null, and when it dies of it
-the parent redoes the work in-process, guarded.
+reads the file itself, unguarded, with its stderr sent to /dev/null. When it dies of it, or the
+model has such dims at all (its answer is then not the guarded one), the parent redoes the
+work in-process, guarded.
 """
 
 from __future__ import annotations
@@ -91,31 +92,59 @@ def without_negative_dims(data: bytes) -> bytes:
     tensors. Dims are cleared (value_info) or the tensor's shape dropped (tensors): only
     inference sees this copy; rules read the model as the file has it (GL0007 reports the dims).
     """
-    if _NEGATIVE_FIELD_1.search(data) is None:
+    if not may_have_negative_dims(data):
         return data
     model = onnx.ModelProto.FromString(data)
-    changed = False
+    return model.SerializeToString() if _negative_dims(model, clear=True) else data
+
+
+def may_have_negative_dims(data: bytes) -> bool:
+    """False when no declared dim of the model in ``data`` is negative (a scan at C speed)."""
+    return _NEGATIVE_FIELD_1.search(data) is not None
+
+
+def has_negative_dims(model: onnx.ModelProto) -> bool:
+    """Whether :func:`without_negative_dims` would change ``model``'s bytes.
+
+    A child's unguarded inference is not the answer for such a model even when it survives:
+    inference on the file's dims and on the cleared ones differ, and findings must not depend
+    on which process inferred (the loader checks when :func:`may_have_negative_dims`)."""
+    return _negative_dims(model, clear=False)
+
+
+def _negative_dims(model: onnx.ModelProto, *, clear: bool) -> bool:
+    """Whether some declared dim of ``model`` is negative; with ``clear``, clear them all."""
+    found = False
     for gp in graph_protos(model):
         for vi in (*gp.input, *gp.output, *gp.value_info):
-            changed |= _clear_negative_dims(vi.type)
+            if _negative_dims_in_type(vi.type, clear=clear):
+                if not clear:
+                    return True
+                found = True
         tensors = [*gp.initializer, *gp.sparse_initializer, *(s.values for s in gp.sparse_initializer)]
         for node in gp.node:
             for a in node.attribute:
-                tensors.extend((a.t, a.sparse_tensor, a.sparse_tensor.values, *a.tensors, *a.sparse_tensors))
+                # By presence, not by a.type: onnx may read a tensor that a mistyped attribute holds.
+                if a.HasField("t") or a.HasField("sparse_tensor") or a.tensors or a.sparse_tensors:
+                    tensors.extend((a.t, a.sparse_tensor, a.sparse_tensor.values, *a.tensors, *a.sparse_tensors))
         for t in tensors:
             if any(d < 0 for d in t.dims):
+                if not clear:
+                    return True
                 del t.dims[:]
-                changed = True
-    return model.SerializeToString() if changed else data
+                found = True
+    return found
 
 
-def _clear_negative_dims(tp: Any) -> bool:
+def _negative_dims_in_type(tp: Any, *, clear: bool) -> bool:
     changed = False
     while tp is not None:
         which = tp.WhichOneof("value")
         if which in ("tensor_type", "sparse_tensor_type"):
             for d in getattr(tp, which).shape.dim:
                 if d.HasField("dim_value") and d.dim_value < 0:
+                    if not clear:
+                        return True
                     d.ClearField("dim_value")
                     changed = True
             return changed

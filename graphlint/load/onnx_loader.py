@@ -104,9 +104,10 @@ def _load(path: str, started: inference.Started | None, meanwhile: StructureWork
     # Without a child, inference runs here on the bytes at hand; either way they are dropped
     # before the IR is built (a child reads the file itself).
     inferred = inference.infer_types(data) if started is None else None
+    suspect = started is not None and inference.may_have_negative_dims(data)
     del data
     try:
-        model = _build(path, proto, inferred, started, key, timings, meanwhile, early)
+        model = _build(path, proto, inferred, started, key, timings, meanwhile, early, suspect)
     except _NotUtf8:
         early.clear()
         _decode_strings(proto)
@@ -121,7 +122,7 @@ def _load(path: str, started: inference.Started | None, meanwhile: StructureWork
 
 def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | None, started: inference.Started | None,
            key: inference.FileKey | None, timings: dict[str, float], meanwhile: StructureWork,
-           early: dict[str, Any]) -> Model:
+           early: dict[str, Any], suspect: bool = False) -> Model:
     issues: list[LoadIssue] = []
     declared = {vi.name: dims(vi.type) for vi in (*proto.graph.input, *proto.graph.output)}
     builder = Builder(path, proto, issues)
@@ -139,7 +140,9 @@ def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | Non
                 done.set_result(work(main))
             timings["structure work while inference runs"] = time.perf_counter() - t
         t = time.perf_counter()
-        result = inference.joined(started.inference, key)
+        # Negative declared dims: the child inferred unguarded; redo it as in-process inference does.
+        own = suspect and inference.has_negative_dims(proto)
+        result = procs.DIED if own else inference.joined(started.inference, key)
         # redo in-process what the child could not finish
         inferred = inference.infer_types(proto.SerializeToString()) if result is procs.DIED else result
         timings["wait for shape inference"] = time.perf_counter() - t

@@ -66,11 +66,15 @@ class ShapeWalk:
         return dims
 
     def declared(self, v: Value, base: SShape) -> SShape:
-        """A graph output's shape as the file declares it (before inference merged into it)."""
+        """A graph output's shape as the file declares it (before inference merged into it); a
+        negative dim (paddle2onnx's -1 for a dynamic one: GL4007 reports it) declares no size."""
         io = self.model.declared_io.get(v.name)
         if io is None:
             return base
-        return to_polys(io[1])
+        shape = io[1]
+        if shape is not None and any(type(d) is int and d < 0 for d in shape):
+            shape = tuple(None if type(d) is int and d < 0 else d for d in shape)
+        return to_polys(shape)
 
     def run(self) -> ShapeFacts:
         f = self.f
