@@ -337,3 +337,50 @@ def test_findings_do_not_depend_on_where_inference_ran(tmp_path):
     forked = findings()
     assert "GL4007" in {r for r, *_ in forked}, forked
     assert forked == findings("-j", "1")
+
+
+def _with_negative(where: str) -> onnx.ModelProto:
+    """relu2 with one negative dim ``where`` (or none: "clean", "other-attr")."""
+    m = relu2([1, 4], [1, 4])
+    g = m.graph
+    if where == "value_info":
+        g.value_info.append(vi("t", [1, -4]))
+    elif where == "initializer":
+        g.initializer.append(T(name="w", data_type=T.FLOAT, dims=[-2, 4]))
+    elif where == "sparse_initializer":
+        g.sparse_initializer.append(h.make_sparse_tensor(T(name="sv", data_type=T.FLOAT, dims=[1]),
+                                                         T(name="si", data_type=T.INT64, dims=[1]), [-3, 4]))
+    elif where in ("constant", "constant-sparse"):
+        tensor = T(name="c", data_type=T.FLOAT, dims=[-1, 4])
+        node = (h.make_node("Constant", [], ["c"], value=tensor) if where == "constant" else
+                h.make_node("Constant", [], ["c"], sparse_value=h.make_sparse_tensor(
+                    T(name="cv", data_type=T.FLOAT, dims=[1]), T(name="ci", data_type=T.INT64, dims=[1]), [-3, 4])))
+        g.node.insert(0, node)
+    elif where == "subgraph":
+        body = h.make_graph([h.make_node("Identity", ["x"], ["o"])], "then", [], [vi("o", [-1, 4])])
+        g.node.append(h.make_node("If", ["cond"], ["z"], then_branch=body, else_branch=body))
+        g.input.append(h.make_tensor_value_info("cond", T.BOOL, []))
+    elif where == "other-attr":  # a tensor attribute whose dims shape nothing inference computes
+        g.node.append(h.make_node("ConstantOfShape", ["s"], ["z"], value=T(name="v", data_type=T.FLOAT, dims=[-1])))
+    return m
+
+
+@pytest.mark.parametrize("where", ["clean", "value_info", "initializer", "sparse_initializer", "constant",
+                                   "constant-sparse", "subgraph", "other-attr"])
+def test_the_loader_finds_the_negative_dims_the_guard_clears(tmp_path, where):
+    """The forked path takes the in-process, guarded inference exactly where the guard would
+    change the model (the builder reads the tensors' dims, the protobuf gives the value types)."""
+    from graphlint.load import inference
+    from graphlint.load.onnx_build import Builder
+    from graphlint.load.onnx_types import graph_protos
+
+    m = _with_negative(where)
+    data = m.SerializeToString()
+    guard_changes = inference.without_negative_dims(data) is not data
+    assert guard_changes == (where not in ("clean", "other-attr"))
+    builder = Builder(str(tmp_path / "m.onnx"), m, [])
+    builder.convert()
+    found = inference.may_have_negative_dims(data) and (
+        builder.negative_tensor_dims or inference.has_negative_dims(builder.graph_protos, tensors=False))
+    assert found == guard_changes
+    assert inference.has_negative_dims(graph_protos(m)) == guard_changes

@@ -22,6 +22,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
+from itertools import compress
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import onnx
@@ -76,10 +79,11 @@ def infer(model: onnx.ModelProto | bytes, issues: list[LoadIssue]) -> onnx.Model
         return None
 
 
-# An int64 varint field 1 holding a negative value (always 10 bytes, the last 0x01): how both
-# TensorShapeProto.Dimension.dim_value and TensorProto.dims are written. Weight bytes match it by
-# chance about twice per 100 MB; the exact pass below then finds nothing to change.
-_NEGATIVE_FIELD_1 = re.compile(rb"\x08[\x80-\xff]{9}\x01")
+# An int64 varint field 1 or 3 holding a negative value (always 10 bytes, the last 0x01): how
+# TensorShapeProto.Dimension.dim_value, TensorProto.dims (1) and SparseTensorProto.dims (3) are
+# written. Weight bytes match it by chance a few times per 100 MB; the exact pass below then
+# finds nothing to change.
+_NEGATIVE_DIM = re.compile(rb"[\x08\x18][\x80-\xff]{9}\x01")
 
 
 def without_negative_dims(data: bytes) -> bytes:
@@ -95,45 +99,66 @@ def without_negative_dims(data: bytes) -> bytes:
     if not may_have_negative_dims(data):
         return data
     model = onnx.ModelProto.FromString(data)
-    return model.SerializeToString() if _negative_dims(model, clear=True) else data
+    return model.SerializeToString() if _negative_dims(graph_protos(model), clear=True) else data
 
 
 def may_have_negative_dims(data: bytes) -> bool:
     """False when no declared dim of the model in ``data`` is negative (a scan at C speed)."""
-    return _NEGATIVE_FIELD_1.search(data) is not None
+    return _NEGATIVE_DIM.search(data) is not None
 
 
-def has_negative_dims(model: onnx.ModelProto) -> bool:
-    """Whether :func:`without_negative_dims` would change ``model``'s bytes.
+def has_negative_dims(graphs: Iterable[onnx.GraphProto], *, tensors: bool = True) -> bool:
+    """Whether :func:`without_negative_dims` would change a model whose graphs (all but function
+    bodies: onnx_types.graph_protos) are ``graphs`` (``tensors=False``: in value types only; the
+    IR builder checks the tensors as it reads them).
 
     A child's unguarded inference is not the answer for such a model even when it survives:
     inference on the file's dims and on the cleared ones differ, and findings must not depend
     on which process inferred (the loader checks when :func:`may_have_negative_dims`)."""
-    return _negative_dims(model, clear=False)
+    return _negative_dims(graphs, clear=False, tensors=tensors)
 
 
-def _negative_dims(model: onnx.ModelProto, *, clear: bool) -> bool:
-    """Whether some declared dim of ``model`` is negative; with ``clear``, clear them all."""
+def negative_tensor_dims(tensors: Iterable[Any]) -> bool:
+    return any(d < 0 for t in tensors for d in t.dims)
+
+
+def constant_tensors(node: onnx.NodeProto) -> Iterator[Any]:
+    """The tensors of a Constant node whose dims ONNX inference reads as its output's shape."""
+    for a in node.attribute:
+        if a.name == "value":
+            yield a.t
+        elif a.name == "sparse_value":
+            yield from (a.sparse_tensor, a.sparse_tensor.values)
+
+
+def _negative_dims(graphs: Iterable[onnx.GraphProto], *, clear: bool, tensors: bool = True) -> bool:
+    """Whether a dim that ONNX inference reads as a shape is negative, with ``clear``, clear
+    them all: graphs' value types, initializers and Constant nodes' tensors (other ops' tensor
+    attributes shape no output)."""
     found = False
-    for gp in graph_protos(model):
+    for gp in graphs:
         for vi in (*gp.input, *gp.output, *gp.value_info):
             if _negative_dims_in_type(vi.type, clear=clear):
                 if not clear:
                     return True
                 found = True
-        tensors = [*gp.initializer, *gp.sparse_initializer, *(s.values for s in gp.sparse_initializer)]
-        for node in gp.node:
-            for a in node.attribute:
-                # By presence, not by a.type: onnx may read a tensor that a mistyped attribute holds.
-                if a.HasField("t") or a.HasField("sparse_tensor") or a.tensors or a.sparse_tensors:
-                    tensors.extend((a.t, a.sparse_tensor, a.sparse_tensor.values, *a.tensors, *a.sparse_tensors))
-        for t in tensors:
+        if not tensors:
+            continue
+        held = [*gp.initializer, *gp.sparse_initializer, *(s.values for s in gp.sparse_initializer)]
+        nodes = gp.node
+        for i in compress(range(len(nodes)), map(_CONSTANT.__contains__, map(_OP_AND_DOMAIN, nodes))):
+            held.extend(constant_tensors(nodes[i]))
+        for t in held:
             if any(d < 0 for d in t.dims):
                 if not clear:
                     return True
                 del t.dims[:]
                 found = True
     return found
+
+
+_OP_AND_DOMAIN = attrgetter("op_type", "domain")
+_CONSTANT = frozenset({("Constant", ""), ("Constant", "ai.onnx")})
 
 
 def _negative_dims_in_type(tp: Any, *, clear: bool) -> bool:

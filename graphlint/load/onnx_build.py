@@ -34,7 +34,7 @@ from graphlint.ir import (
     impossible_shape,
     norm_domain,
 )
-from graphlint.load import external
+from graphlint.load import external, inference
 from graphlint.load.onnx_types import Types, decode_types, may_hold_graphs, subgraphs
 
 _NAME = attrgetter("name")
@@ -175,6 +175,10 @@ class Builder:
         # (graph, initializer types) per non-function graph, in graph_protos() order, for apply_types().
         self.typed: list[tuple[Graph, list[tuple[Value, str | None, tuple | None]]]] = []
         self.node_protos: dict[Graph, Any] = {}  # each graph's NodeProtos, by node.index
+        # Some initializer's or Constant's dims are negative (a superset of what
+        # inference.has_negative_dims finds in tensors: read here at no extra cost).
+        self.negative_tensor_dims = False
+        self.graph_protos: list[onnx.GraphProto] = []  # all but function bodies
 
     @functools.cached_property
     def resolver(self) -> external.Resolver:
@@ -257,16 +261,22 @@ class Builder:
             for vi in (*gp.value_info, *gp.input, *gp.output):
                 value(vi.name)
             initializers: list[tuple[Value, str | None, tuple | None]] = []
+            negative = False
             for tp in gp.initializer:
                 v = value(tp.name)
-                v.const = self.tensor(tp, graph.path)
-                initializers.append((v, v.const.dtype, v.const.shape))
+                v.const = t = self.tensor(tp, graph.path)
+                initializers.append((v, t.dtype, t.shape))
+                if t.shape and min(t.shape) < 0:
+                    negative = True
             for sp in gp.sparse_initializer:
                 v = value(sp.values.name)
                 dt = dtypes.onnx_dtype(sp.values.data_type)
                 v.const = Tensor(sp.values.name, dt or "?", tuple(sp.dims), None, location="sparse")
                 initializers.append((v, dt, tuple(sp.dims)))
+                negative = negative or inference.negative_tensor_dims((sp, sp.values))
+            self.negative_tensor_dims |= negative
             self.typed.append((graph, initializers))
+            self.graph_protos.append(gp)
             for vi in gp.input:
                 v = value(vi.name)
                 v.is_input = True
@@ -286,7 +296,9 @@ class Builder:
                     node.subgraphs[attr] = sub
                     queue.append((sub, sub_gp, opsets))
             elif node.op_type == "Constant" and node.outputs:
-                node.outputs[0].const = _constant_tensor(np_, self, graph.path)
+                node.outputs[0].const = t = _constant_tensor(np_, self, graph.path)
+                if t is None or (t.shape and min(t.shape) < 0):  # None: no `value`, perhaps a sparse_value
+                    self.negative_tensor_dims |= inference.negative_tensor_dims(inference.constant_tensors(np_))
         names = list(map(_NAME, graph.nodes))
         # A string that is not UTF-8 comes out of protobuf as bytes, on which str.join fails
         # (TypeError: the loader then decodes every string and loads again); op types and

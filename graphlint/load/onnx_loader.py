@@ -141,7 +141,7 @@ def _build(path: str, proto: onnx.ModelProto, inferred: inference.Inferred | Non
             timings["structure work while inference runs"] = time.perf_counter() - t
         t = time.perf_counter()
         # Negative declared dims: the child inferred unguarded; redo it as in-process inference does.
-        own = suspect and inference.has_negative_dims(proto)
+        own = suspect and (builder.negative_tensor_dims or inference.has_negative_dims(builder.graph_protos, tensors=False))
         result = procs.DIED if own else inference.joined(started.inference, key)
         # redo in-process what the child could not finish
         inferred = inference.infer_types(proto.SerializeToString()) if result is procs.DIED else result
