@@ -15,7 +15,8 @@ class OutputDeclarationMismatch(Rule):
     For each graph output, the declared rank and static dims against the symbolic shape
     analysis of its producer: a different rank, a different number, or a number where the
     graph computes a dynamic dim (an output declared `[1, 10]` whose producer gives
-    `[batch, 10]`).
+    `[batch, 10]`). A negative declared dim (paddle2onnx's `-1`) declares no size: GL4007 and
+    GL0007 report it.
 
     ## Why it matters
     Runtimes allocate output buffers from the declaration: ONNX Runtime raises a shape
