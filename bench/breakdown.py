@@ -9,7 +9,9 @@ script reports CPU time instead, per graph:
 * the child's steps (what ``graphlint.load.inference`` runs there), each timed in-process with
   ``time.process_time``: ONNX shape inference file to file (with data propagation and without),
   reading the inferred model back, decoding its types, and onnx.checker on the file's bytes;
-* the same work done by the baseline (``onnx.load`` + ``check_model`` + ``infer_shapes(data_prop=True)``).
+* the same work done by the baseline (``onnx.load`` + ``check_model`` + ``infer_shapes(data_prop=True)``);
+* a floor for any IR: one pass over the main graph's nodes reading op type, domain, inputs and
+  outputs, numbering the value names (no objects made).
 
     python bench/breakdown.py                  # big100k dag100k llm64 from bench/out
     python bench/breakdown.py llm64 --models /tmp/m
@@ -59,6 +61,15 @@ t("child: onnx.checker.check_model(bytes)", lambda: onnx.checker.check_model(dat
 p = t("baseline: onnx.load(load_external_data=False)", lambda: onnx.load(path, load_external_data=False))
 t("baseline: check_model(model)", lambda: onnx.checker.check_model(p))
 t("baseline: infer_shapes(model, data_prop=True)", lambda: onnx.shape_inference.infer_shapes(p, data_prop=True))
+def read_once():
+    ids = {}
+    for n in p.graph.node:
+        n.op_type, n.domain
+        for x in n.input[:]:
+            ids.setdefault(x, len(ids))
+        for x in n.output[:]:
+            ids.setdefault(x, len(ids))
+t("floor: the nodes read once, value names numbered", read_once)
 '''
 
 
