@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
           f"before the rounds, mode: {mode}")
     if n_busy:  # the wall goal with the other cores busy
         for ratios in RATIOS.values():
-            ratios[:] = [(n, d_, m, 1.3 if (n, d_, m, g) == _BIG[0] else g) for n, d_, m, g in ratios]
+            ratios[:] = [(*r[:3], 1.3, *r[4:]) if r == _BIG[0] else r for r in ratios]
     busy = start_busy(n_busy) if n_busy else []
     try:
         results = [run_scenario(s, d, args.runs) for s in args.scenarios]
