@@ -233,11 +233,14 @@ def run_scenario(name: str, d: str, runs: int) -> dict:
             continue
         off = [getattr(x, metric) for x in samples[start[0]]] if start else [0.0] * runs
         base = statistics.median(off)
+        if start and min(med[num][metric], med[den][metric]) - base <= 0.1 * med[den][metric]:
+            continue  # the work is lost in start-up's noise (tiny models): no ratio to tell
         r = (med[num][metric] - base) / (med[den][metric] - base)
         # The same ratio within each round (the two commands ran one after the other): robust to
         # the machine's speed drifting between rounds, which moves both sides of a pair alike.
         paired = sorted((getattr(a, metric) - o) / (getattr(b, metric) - o)
-                        for a, b, o in zip(samples[num], samples[den], off, strict=True))
+                        for a, b, o in zip(samples[num], samples[den], off, strict=True)
+                        if getattr(b, metric) - o > 0) or [r]
         verdict = "" if goal is None else ("  ok" if r <= goal else "  OVER GOAL")
         goal_s = f"(goal <= {goal:.2f})" if goal is not None else ""
         spread = f"   per round: median {statistics.median(paired):.2f}, {paired[0]:.2f} to {paired[-1]:.2f}"
