@@ -35,6 +35,14 @@ def run_cli(*args: str, cwd: str | None = None, timeout: float = 300) -> CliResu
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def findings_every_target(path: str, *extra: str) -> list[tuple[str, str, str]]:
+    """(rule, severity, message) of every finding for ``-t trt -t ort -t openvino``, sorted, from a
+    real process: a threaded one (pytest's) never forks ONNX inference into a child."""
+    r = run_cli(path, "-t", "trt", "-t", "ort", "-t", "openvino", "-f", "json", *extra, timeout=600)
+    assert r.code in (0, 1), r.err[-2000:]
+    return sorted((f["rule_id"], f["severity"], f["message"]) for m in r.json()["models"] for f in m["findings"])
+
+
 @pytest.fixture
 def cli():
     return run_cli

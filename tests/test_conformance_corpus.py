@@ -23,7 +23,7 @@ positive = at least one error.
   change of findings is meant (bench/compare_outputs.py compares two trees byte for byte).
   Findings do not depend on where ONNX inference ran (a forked child or in-process, as in this
   harness's workers, which ran an engine first and so keep a thread):
-  tests/test_hostile_dims.py::test_findings_do_not_depend_on_where_inference_ran.
+  test_findings_do_not_depend_on_the_process holds that on every corpus file of 1 MB or more.
 * Held-out models (``Model.heldout``: added after the rules were tuned on the rest) count like
   the others; ``--heldout`` scores them alone (docs/conformance.md, "Held-out models").
 
@@ -245,6 +245,20 @@ def test_findings_as_recorded():
     assert not changed and not gone, (
         f"{len(changed)} models' findings differ from {FINDINGS} and {len(gone)} recorded models are gone "
         f"(record anew with --record-findings if meant):\n" + "\n".join(changed[:40] + gone[:10]))
+
+
+@pytest.mark.slow
+def test_findings_do_not_depend_on_the_process():
+    """Every corpus ONNX file of 1 MB or more, linted alone (ONNX inference in a forked child, as a
+    user's single-file run does) and with ``-j 1`` (in-process, as this harness's workers do): the
+    same findings. The corpus record above is taken in-process, so this is what makes it hold
+    for the forked path too."""
+    from tests.conftest import findings_every_target
+
+    big = [m.path for m in _corpus() if m.format == "onnx" and os.path.getsize(m.path) >= 1 << 20]
+    assert len(big) >= 10, big
+    differ = [p for p in big if findings_every_target(p) != findings_every_target(p, "-j", "1")]
+    assert not differ, differ
 
 
 SCORED = ("base", "pipeline", "pipeline-heldout")  # each part held to the bars on its own

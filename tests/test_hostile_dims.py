@@ -26,7 +26,7 @@ from onnx import numpy_helper as nh
 
 from graphlint.fix.verify import OPENVINO_F32
 from graphlint.load.openvino_loader import refused_dim
-from tests.conftest import run_cli
+from tests.conftest import findings_every_target, run_cli
 from tests.hostile_support import add_ir, line_of, lint_cli, lint_sarif, sarif_root, write_ir
 from tests.sarif_github import check_github_sarif
 
@@ -330,13 +330,9 @@ def test_findings_do_not_depend_on_where_inference_ran(tmp_path):
     m.graph.initializer.append(nh.from_array(np.zeros(600_000, np.float32), "padding"))
     p = save(tmp_path, "minus-one.onnx", m)
 
-    def findings(*args: str) -> list[tuple]:  # a real process: pytest's threads would rule out the fork
-        doc = json.loads(run_cli(p, *[a for t in TARGETS for a in ("--target", t)], "--format", "json", *args).out)
-        return sorted((f["rule_id"], f["severity"], f["message"]) for m_ in doc["models"] for f in m_["findings"])
-
-    forked = findings()
+    forked = findings_every_target(p)
     assert "GL4007" in {r for r, *_ in forked}, forked
-    assert forked == findings("-j", "1")
+    assert forked == findings_every_target(p, "-j", "1")
 
 
 def _with_negative(where: str) -> onnx.ModelProto:
