@@ -27,6 +27,8 @@ _JOBS: int | None = None  # set_jobs(): the command line's --jobs
 _IN_WORKER = False  # a worker whose siblings have the other cores forks no children of its own
 _LIVE: set[Child] = set()
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_SIGINT_HELD = False  # a fork is under way: a Ctrl-C waits for its end (_sigint_held)
+_SIGINT_PENDING = False
 
 
 def set_jobs(n: int) -> None:
@@ -63,11 +65,47 @@ def can_fork() -> bool:
     return threading.active_count() == 1
 
 
+def _on_sigint(signum: int, frame: Any) -> None:
+    global _SIGINT_PENDING
+    if _SIGINT_HELD:
+        _SIGINT_PENDING = True
+        return
+    signal.default_int_handler(signum, frame)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold a Ctrl-C that comes during a fork until the fork is done, then raise it.
+
+    os.fork runs Python's at-fork callbacks (logging's lock release among them); a
+    KeyboardInterrupt raised inside one is printed as "Exception ignored" and dropped, so a
+    Ctrl-C landing there was lost and ``graphlint scan`` went on to the end. Only the main
+    thread's default handler is replaced, and only for the block."""
+    global _SIGINT_HELD, _SIGINT_PENDING
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, _on_sigint)
+    _SIGINT_HELD = True
+    try:
+        yield
+    finally:
+        _SIGINT_HELD = False
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if _SIGINT_PENDING:
+            _SIGINT_PENDING = False
+            raise KeyboardInterrupt
+
+
 def _in_child(parent: int, worker: bool, share_cores: bool) -> None:
     """Initializer of a child: it owns none of its parent's children (it inherited their records),
     and it dies with its parent (a killed ``graphlint scan`` must leave no process behind: the
     siblings hold each other's job pipes open, so none would ever see its parent go)."""
-    global _IN_WORKER
+    global _IN_WORKER, _SIGINT_HELD, _SIGINT_PENDING
+    if signal.getsignal(signal.SIGINT) is _on_sigint:  # forked inside _sigint_held: Ctrl-C as usual
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _SIGINT_HELD = _SIGINT_PENDING = False
     _LIVE.clear()
     if worker:
         _IN_WORKER = share_cores
@@ -89,12 +127,16 @@ class Child:
         _LIVE.add(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        first = self._process is None
-        before = set(multiprocessing.active_children()) if first else set()
-        future = self._pool.submit(fn, *args)
-        if first:  # the executor forks its process in the first submit
-            new = set(multiprocessing.active_children()) - before
-            self._process = next(iter(new), None)
+        if self._process is not None:
+            return self._pool.submit(fn, *args)
+        before = set(multiprocessing.active_children())
+        try:
+            with _sigint_held():  # the executor forks its process in the first submit
+                future = self._pool.submit(fn, *args)
+                self._process = next(iter(set(multiprocessing.active_children()) - before), None)
+        except KeyboardInterrupt:  # a Ctrl-C during the fork: this child goes too
+            self.cancel()
+            raise
         return future
 
     @staticmethod

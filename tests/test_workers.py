@@ -176,3 +176,29 @@ def test_workers_take_options_that_cannot_be_pickled(paths, request):
     pids = [f.message for results, _ in outcomes for r in results for f in r.findings]
     assert len(set(pids)) == 2 and f"pid {os.getpid()}" not in pids
     assert seen == []  # the hook ran in the workers, not here
+
+
+_CTRL_C_DURING_FORK = """
+import os, signal, sys, time
+from graphlint import procs
+# a Ctrl-C that lands while os.fork runs its callbacks in the parent (logging's lock release)
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+child = procs.Child(worker=True)
+try:
+    child.submit(time.sleep, 30)
+    time.sleep(1)
+    print("lost")
+except KeyboardInterrupt:
+    print("raised", child._process.is_alive(), signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_a_ctrl_c_during_a_fork_is_not_lost():
+    """Python prints and drops a KeyboardInterrupt raised in an at-fork callback: a Ctrl-C landing
+    there let `graphlint scan` run on to the end (CI caught it). It is held over the fork, then
+    raised, the new child stopped, and Ctrl-C handled as before."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_FORK], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["raised", "False", "True"], (proc.stdout, proc.stderr[-1500:])
