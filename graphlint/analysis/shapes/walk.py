@@ -72,9 +72,7 @@ class ShapeWalk:
         if io is None:
             return base
         shape = io[1]
-        if shape is not None and any(type(d) is int and d < 0 for d in shape):
-            shape = tuple(None if type(d) is int and d < 0 else d for d in shape)
-        return to_polys(shape)
+        return to_polys(None if shape is None else tuple(None if type(d) is int and d < 0 else d for d in shape))
 
     def run(self) -> ShapeFacts:
         f = self.f
